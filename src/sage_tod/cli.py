@@ -1,0 +1,245 @@
+"""The `sage-tod` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from sage_tod import demo as demo_data
+from sage_tod.cascade import CONFIG_HELP, CONFIGS, UnknownConfig
+from sage_tod.errors import InputError
+from sage_tod.evaluator import Evaluator
+from sage_tod.render import explain as render_explain
+from sage_tod.render import score_table, summary_table, verdict_table
+from sage_tod.scoring import score as score_fn
+from sage_tod.spec import load_spec
+from sage_tod.turns import TurnFile, load_turns, read_gold_labels
+from sage_tod.verdicts import Verdict, iter_verdicts, prepare_resume, read_verdicts
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="State-grounded, abstention-aware evaluation of task-oriented dialogue "
+                       "agents (SAGE).")
+specs_app = typer.Typer(no_args_is_help=True, help="Workflow spec utilities.")
+app.add_typer(specs_app, name="specs")
+
+out = Console()
+err = Console(stderr=True)
+T = TypeVar("T")
+
+
+def _guard(fn: Callable[[], T]) -> T:
+    """Run `fn`; bad input becomes one readable line on stderr and exit status 2."""
+    try:
+        return fn()
+    except InputError as exc:
+        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from None
+    except UnknownConfig as exc:
+        err.print(f"[bold red]error:[/] {exc.args[0]}", highlight=False)
+        raise typer.Exit(2) from None
+
+
+def _note_missing(ev: Evaluator) -> None:
+    for stage, why in ev.missing_stages.items():
+        err.print(f"[yellow]note:[/] config {ev.config} includes {stage}, which is not "
+                  f"available ({why}); criteria it would decide abstain.", highlight=False)
+
+
+def _load(spec: Path, turns: Path, skip_invalid: bool) -> tuple[Any, TurnFile]:
+    bundle = load_spec(spec)
+    tf = load_turns(turns, bundle, skip_invalid=skip_invalid)
+    for prob in tf.skipped:
+        err.print(f"[yellow]skipped:[/] {prob}", highlight=False)
+    if tf.skipped:
+        err.print(f"[yellow]{len(tf.skipped)} invalid line(s) skipped; "
+                  f"{len(tf.records)} turn(s) evaluated[/]")
+    return bundle, tf
+
+
+def _progress_iter(verdicts: Iterator[Verdict], total: int, quiet: bool) -> Iterator[Verdict]:
+    if quiet or total < 200:
+        yield from verdicts
+        return
+    with Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(),
+                  TimeRemainingColumn(), console=err, transient=True) as prog:
+        task = prog.add_task("turns", total=total)
+        for v in verdicts:
+            prog.advance(task)
+            yield v
+
+
+ConfigOpt = Annotated[str, typer.Option("--config", "-c",
+                                        help="core | llm | no_s1 | no_s2 | no_s3 | s1")]
+
+
+@app.command()
+def evaluate(
+    spec: Annotated[Path, typer.Option(help="workflow spec (YAML or JSON)")],
+    turns: Annotated[Path, typer.Option(help="turns JSONL")],
+    out_path: Annotated[Path, typer.Option("--out", help="verdicts JSONL to write")],
+    config: ConfigOpt = "core",
+    skip_invalid: Annotated[bool, typer.Option(help="evaluate valid lines, report the rest")
+                            ] = False,
+    resume: Annotated[bool, typer.Option(help="keep verdicts already in --out, do the rest")
+                      ] = False,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing --out file")] = False,
+    batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = 64,
+    pc_state: Annotated[str, typer.Option(help="state the PC outcome predicate reads: "
+                                               "after (s_t) | before (s_{t-1})")] = "after",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress or tables")] = False,
+) -> None:
+    """Evaluate every turn; write one verdict per turn (JSONL), in input order."""
+    if pc_state not in {"after", "before"}:
+        err.print("[bold red]error:[/] --pc-state must be 'after' or 'before'")
+        raise typer.Exit(2)
+    _, tf = _guard(lambda: _load(spec, turns, skip_invalid))
+    ev = _guard(lambda: Evaluator(load_spec(spec), config, options={"pc_state": pc_state},
+                                  batch_size=batch_size))
+    _note_missing(ev)
+    if out_path.exists() and out_path.stat().st_size > 0 and not (resume or overwrite):
+        err.print(f"[bold red]error:[/] {out_path} exists; pass --resume to continue it or "
+                  "--overwrite to replace it")
+        raise typer.Exit(2)
+    done = prepare_resume(out_path) if resume else set()
+    todo = [r for r in tf.records if r.turn.key not in done]
+    if done:
+        err.print(f"resuming: {len(tf.records) - len(todo)} turn(s) already in {out_path}")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    written: list[Verdict] = []
+    with out_path.open("a" if resume else "w", encoding="utf-8") as fh:
+        for v in _progress_iter(ev.evaluate(todo), len(todo), quiet):
+            fh.write(v.to_json() + "\n")
+            fh.flush()
+            written.append(v)
+    if not quiet:
+        allv = _guard(lambda: read_verdicts(out_path)) if done else written
+        out.print(summary_table(allv, title=f"{len(allv)} verdicts -> {out_path}"))
+
+
+@app.command()
+def score(
+    turns: Annotated[Path, typer.Option(help="turns JSONL with gold labels")],
+    verdicts: Annotated[Path, typer.Option(help="verdicts JSONL")],
+    spec: Annotated[Path | None, typer.Option(help="spec; only needed to validate states")
+                    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Precision/recall/F1 of the failure class; undecided counts as acceptable."""
+    if spec is not None:
+        _guard(lambda: load_turns(turns, load_spec(spec)))
+    labels = _guard(lambda: read_gold_labels(turns))
+    vs = _guard(lambda: read_verdicts(verdicts))
+    report = score_fn(labels, vs)
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return
+    out.print(score_table(report))
+    if report.undecided:
+        out.print(f"[yellow]undecided ({len(report.undecided)}):[/] "
+                  + ", ".join(report.undecided), highlight=False)
+    if report.errors:
+        out.print("[red]disagreements with gold:[/] "
+                  + ", ".join(f"{k} (gold {g}, got {p})" for k, g, p in report.errors),
+                  highlight=False)
+    if report.missing_verdicts:
+        err.print(f"[yellow]warning:[/] {len(report.missing_verdicts)} labelled turn(s) have "
+                  "no verdict: " + ", ".join(report.missing_verdicts[:10]))
+    if report.unlabelled:
+        err.print(f"note: {report.unlabelled} turn(s) without gold were not scored")
+
+
+@app.command()
+def explain(
+    verdicts: Annotated[Path, typer.Argument(help="verdicts JSONL")],
+    turn: Annotated[str | None, typer.Option("--turn", help="DIALOGUE:TURN (default: every "
+                                                           "failure)")] = None,
+    turns: Annotated[Path | None, typer.Option(help="turns JSONL, to show utterances with "
+                                                    "the evidence highlighted")] = None,
+    spec: Annotated[Path | None, typer.Option(help="spec for --turns")] = None,
+) -> None:
+    """Show the evidence trace of a verdict in readable form."""
+    vs = _guard(lambda: list(iter_verdicts(verdicts)))
+    by_turn = {}
+    if turns is not None:
+        if spec is None:
+            err.print("[bold red]error:[/] --turns needs --spec")
+            raise typer.Exit(2)
+        tf = _guard(lambda: load_turns(turns, load_spec(spec), skip_invalid=True))
+        by_turn = {r.turn.key: r.turn for r in tf.records}
+    chosen = [v for v in vs if (v.key == turn if turn else v.verdict == "failure")]
+    if turn and not chosen:
+        err.print(f"[bold red]error:[/] no verdict for turn {turn!r} in {verdicts}")
+        raise typer.Exit(2)
+    for v in chosen:
+        out.print(render_explain(v, by_turn.get(v.key)))
+        out.print()
+
+
+@app.command()
+def demo(
+    config: ConfigOpt = "core",
+    out_path: Annotated[Path | None, typer.Option("--out", help="also write the verdicts")
+                        ] = None,
+) -> None:
+    """Evaluate the embedded demo dialogues and show each failure with evidence and repair."""
+    spec_p, turns_p = demo_data.spec_path(), demo_data.turns_path()
+    bundle = _guard(lambda: load_spec(spec_p))
+    tf = _guard(lambda: load_turns(turns_p, bundle))
+    ev = _guard(lambda: Evaluator(bundle, config))
+    _note_missing(ev)
+    vs = list(ev.evaluate(tf.records))
+    if out_path is not None:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_text("".join(v.to_json() + "\n" for v in vs), encoding="utf-8")
+    gold: dict[str, str] = {r.turn.key: (r.gold.failure_class or r.gold.label)
+                            for r in tf.records if r.gold}
+    out.print(f"[bold]sage-tod demo[/]: {len(tf.records)} turns from {turns_p.name}, "
+              f"spec {spec_p.name}, config {config}")
+    out.print(verdict_table(vs, gold))
+    turns_by_key = {r.turn.key: r.turn for r in tf.records}
+    failures = [v for v in vs if v.verdict == "failure"]
+    out.print(f"\n[bold]{len(failures)} failure(s), with evidence and repair:[/]\n")
+    for v in failures:
+        out.print(render_explain(v, turns_by_key[v.key], only_fired=True))
+        out.print()
+    out.print(summary_table(vs))
+    out.print(score_table(score_fn([(r.turn.key, r.gold) for r in tf.records], vs)))
+    und = [v.key for v in vs if v.verdict == "undecided"]
+    if und:
+        out.print(f"[yellow]undecided ({len(und)}), left for S2/S3:[/] " + ", ".join(und),
+                  highlight=False)
+
+
+@specs_app.command("validate")
+def specs_validate(spec: Annotated[Path, typer.Argument(help="spec file")]) -> None:
+    """Validate a spec file and list its workflows."""
+    bundle = _guard(lambda: load_spec(spec))
+    for wf in bundle.workflows.values():
+        order = " < ".join("{" + ", ".join(b) + "}" for b in wf.buckets) or "-"
+        out.print(f"[bold]{wf.id}[/]: {len(wf.slots)} slots, {len(wf.required)} required; "
+                  f"order {order}; outcome {wf.outcome_text}", highlight=False)
+
+
+@app.command("configs")
+def configs() -> None:
+    """List the named evaluator configurations."""
+    for name, stages in CONFIGS.items():
+        out.print(f"[bold]{name:6}[/] {'+'.join(stages):10} {CONFIG_HELP[name]}")
+
+
+def main() -> None:
+    try:
+        app()
+    except BrokenPipeError:  # `sage-tod ... | head`
+        sys.stderr.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""Finding a slot value in an utterance, under the shared normalisation.
+
+S1 support checks and the extractor both ask "where in this text is value v
+for slot s?". The answer is a character span in the original text, so the
+evidence shown to a user points at exactly what was said.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sage_tod.normalize import (
+    MONTHS,
+    WEEKDAYS,
+    basic_tokens,
+    fold,
+    is_dontcare,
+    normalize_date,
+    normalize_number,
+    normalize_time,
+    tokens_with_spans,
+)
+from sage_tod.spec import SlotSpec
+
+# Clock times: "6:30 pm", "6.30pm", "18:30", "7 pm", "7 o'clock", "noon".
+_TIME_RE = re.compile(
+    r"\b(?:(?P<h>\d{1,2})(?:\s*[:.]\s*(?P<m>\d{2}))?\s*(?P<mer>a\.?\s?m\b\.?|p\.?\s?m\b\.?|"
+    r"o'?\s?clock)?|(?P<word>noon|midday|midnight))",
+)
+_TIME_CONTEXT = {"at", "by", "after", "before", "around", "about", "from", "until", "till",
+                 "arrive", "leave", "past"}
+_HOUR_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+               "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+_WORD_TIME_RE = re.compile(
+    r"\b(?:(?P<q>half|quarter)\s+(?P<rel>past|to)\s+)?(?P<hw>one|two|three|four|five|six|"
+    r"seven|eight|nine|ten|eleven|twelve)(?:\s+o'?\s?clock)?"
+    r"(?:\s+(?:in\s+the\s+)?(?P<part>morning|afternoon|evening|night|am|pm|tonight))?\b"
+)
+_NEGATION = frozenset({"not", "no", "dont", "don", "nt", "never", "except", "without", "instead",
+                       "rather", "other", "than"})
+DONTCARE_CUES = ("any", "anything", "anywhere", "anytime", "doesn't matter", "does not matter",
+                 "don't care", "do not care", "dont care", "no preference", "not fussy",
+                 "whatever", "either", "not picky", "open to")
+
+
+@dataclass(frozen=True)
+class Found:
+    """A value found in a text: character span and the canonical key it matched."""
+
+    start: int
+    end: int
+    key: str
+
+
+def find_times(text: str) -> list[tuple[int, int, frozenset[str]]]:
+    """Clock times in `text` as (start, end, possible HH:MM readings).
+
+    A time without am/pm ("at 7:30") has two readings; bare numbers count as
+    times only after a time preposition ("at 7").
+    """
+    folded = fold(text)
+    out: list[tuple[int, int, frozenset[str]]] = []
+    for m in _TIME_RE.finditer(folded):
+        if m.group("word"):
+            t = normalize_time(m.group("word"))
+            if t:
+                out.append((m.start(), m.end(), frozenset({t})))
+            continue
+        if m.group("h") is None:
+            continue
+        h, mm, mer = m.group("h"), m.group("m"), (m.group("mer") or "")
+        prev = folded[:m.start()].split()[-1:] if m.start() else []
+        if not mm and not mer and not (prev and prev[0] in _TIME_CONTEXT):
+            continue
+        if mer.startswith("o"):
+            mer = ""
+        # a number directly followed by a date/count word is not a time
+        tail = folded[m.end():m.end() + 12].split()[:1]
+        if not mm and not mer and tail and tail[0] in {"people", "persons", "nights", "stars",
+                                                         "minutes", "hours", "days", "guests"}:
+            continue
+        raw = f"{h}:{mm or '00'} {mer}".strip()
+        t = normalize_time(raw)
+        if t is None:
+            continue
+        readings = {t}
+        hour = int(h)
+        if not mer and 1 <= hour < 12:
+            readings.add(f"{hour + 12:02d}:{int(mm or 0):02d}")
+        out.append((m.start(), m.end(), frozenset(readings)))
+    for m in _WORD_TIME_RE.finditer(folded):
+        if not (m.group("q") or m.group("part") or "clock" in m.group(0)):
+            continue
+        hour = _HOUR_WORDS[m.group("hw")]
+        minute = 0
+        if m.group("q"):
+            minute = 30 if m.group("q") == "half" else 15
+            if m.group("rel") == "to":
+                hour, minute = (hour - 1) % 12 or 12, 60 - minute
+        part = m.group("part") or ""
+        readings = set()
+        if part in {"afternoon", "evening", "night", "pm", "tonight"}:
+            readings.add(f"{(hour % 12) + 12:02d}:{minute:02d}")
+        elif part in {"morning", "am"}:
+            readings.add(f"{hour % 12:02d}:{minute:02d}")
+        else:
+            readings |= {f"{hour % 12:02d}:{minute:02d}", f"{(hour % 12) + 12:02d}:{minute:02d}"}
+            if hour == 12:
+                readings.add("12:00" if minute == 0 else f"12:{minute:02d}")
+        out.append((m.start(), m.end(), frozenset(readings)))
+    return out
+
+
+def _find_tokens(text: str, needle: list[str]) -> tuple[int, int] | None:
+    if not needle:
+        return None
+    toks = tokens_with_spans(text)
+    n = len(needle)
+    for i in range(len(toks) - n + 1):
+        if all(toks[i + k][0] == needle[k] for k in range(n)):
+            return toks[i][1], toks[i + n - 1][2]
+    return None
+
+
+def _negated(text: str, start: int) -> bool:
+    """True when one of the three tokens before `start` negates what follows."""
+    before = [t for t, _, e in tokens_with_spans(text) if e <= start][-3:]
+    return any(t in _NEGATION for t in before)
+
+
+def find_dontcare(text: str) -> Found | None:
+    folded = fold(text)
+    for cue in DONTCARE_CUES:
+        m = re.search(rf"\b{re.escape(cue)}\b", folded)
+        if m:
+            return Found(m.start(), m.end(), "dontcare")
+    return None
+
+
+def _date_forms(value: str) -> list[list[str]]:
+    key = normalize_date(value)
+    forms = [basic_tokens(value)]
+    if key in WEEKDAYS:
+        forms.append([key])
+    m = re.match(r"^\d{4}-(\d{2})-(\d{2})$", key)
+    if m:
+        month, day = MONTHS[int(m.group(1)) - 1], str(int(m.group(2)))
+        forms += [[month, day], [day, month], [month, day + "th"], [month, day + "st"],
+                  [month, day + "nd"], [month, day + "rd"], [day + "th", "of", month]]
+    return forms
+
+
+def find_value(text: str, value: str, slot: SlotSpec | None) -> Found | None:
+    """Where `text` states `value` for `slot`, or None.
+
+    Matching is token-exact after normalisation, widened by the slot's
+    synonyms, number words and clock-time readings; paraphrases beyond that
+    are left to S2 on purpose.
+    """
+    if not text or not value:
+        return None
+    stype = slot.type if slot is not None else "free"
+    if is_dontcare(value):
+        return find_dontcare(text)
+    key = slot.normalize(value) if slot is not None else " ".join(basic_tokens(value))
+    if stype == "time":
+        t = normalize_time(value)
+        if t is not None:
+            for s, e, readings in find_times(text):
+                if t in readings:
+                    return Found(s, e, t)
+            return None
+    if stype == "number":
+        n = normalize_number(value)
+        if n is not None:
+            for tok, s, e in tokens_with_spans(text):
+                if tok == n:
+                    return Found(s, e, n)
+            return None
+    forms: list[list[str]] = []
+    if stype == "date":
+        forms = _date_forms(value)
+    elif slot is not None:
+        forms = [basic_tokens(f) for f in slot.surface_forms(value)]
+    else:
+        forms = [basic_tokens(value)]
+    # longest form first so "city centre" wins over "centre"
+    for form in sorted(forms, key=len, reverse=True):
+        hit = _find_tokens(text, form)
+        if hit:
+            return Found(hit[0], hit[1], key)
+    return None
+
+
+def is_negated(text: str, start: int) -> bool:
+    """Public wrapper: does a negation word closely precede `start`?"""
+    return _negated(text, start)

@@ -1,0 +1,139 @@
+"""S1: deterministic rules over the schema, the state pair and the ordering.
+
+S1 decides what the schema, state and ordering settle and abstains on the
+rest: a value not found verbatim may be a paraphrase (S2's job), an ambiguous
+request may or may not be legal, an implied confirmation may not be one.
+Every decision has margin 1.0; it costs nothing and takes microseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from sage_tod.compiler import TurnContext
+from sage_tod.criteria import Criterion, Decision, FailureClass, Outcome, Span
+from sage_tod.textmatch import find_value
+from sage_tod.verifiers.base import Item, register_stage
+
+PcState = Literal["after", "before"]
+
+
+class SymbolicVerifier:
+    """S1. `pc_state` chooses which state the outcome predicate reads (docs/method.md)."""
+
+    name = "S1"
+
+    def __init__(self, pc_state: PcState = "after") -> None:
+        self.pc_state = pc_state
+
+    def accepts(self, criterion: Criterion) -> bool:
+        return True
+
+    def decide(self, items: Sequence[Item]) -> list[Decision]:
+        return [self._decide_one(it.criterion, it.ctx) for it in items]
+
+    def _decide_one(self, c: Criterion, ctx: TurnContext) -> Decision:
+        if c.failure_class is FailureClass.UV:
+            return _uv(c, ctx)
+        if c.failure_class is FailureClass.IUV:
+            return _iuv(c, ctx)
+        if c.failure_class is FailureClass.WNF:
+            return _wnf(c, ctx)
+        return self._pc(c, ctx)
+
+    def _pc(self, c: Criterion, ctx: TurnContext) -> Decision:
+        wf = ctx.workflow
+        state = ctx.after if self.pc_state == "after" else ctx.before
+        label = "s_t" if self.pc_state == "after" else "s_{t-1}"
+        if wf.outcome_holds(state):
+            return Decision(Outcome.FALSE, 1.0,
+                            f"outcome predicate holds in {label}: confirming is allowed")
+        unmet = sorted(wf.outcome_unmet(state))
+        if c.args.get("certainty") == "implied":
+            return Decision.abstain(
+                f"outcome predicate is false in {label} (unmet: {', '.join(unmet)}) but the "
+                f"confirmation is only implied ({c.args.get('cue')!r})")
+        return Decision(Outcome.TRUE, 1.0,
+                        f"agent confirms while the outcome predicate is false in {label}; "
+                        f"unmet: {', '.join(unmet)}")
+
+
+def _history_sources(ctx: TurnContext) -> list[tuple[str, int | None, str]]:
+    """h_<t ∪ {u_t}: the current user turn first, then history newest first."""
+    out: list[tuple[str, int | None, str]] = [("user", None, ctx.turn.user)]
+    hist = ctx.turn.history or ()
+    for i in range(len(hist) - 1, -1, -1):
+        out.append(("history.user", i, hist[i].user))
+        out.append(("history.agent", i, hist[i].agent))
+    return out
+
+
+def find_support(ctx: TurnContext, slot: str, value: str) -> Span | None:
+    """Where h_<t ∪ {u_t} states `value` for `slot` (normalised), or None."""
+    spec = ctx.spec.slot(slot, ctx.workflow)
+    for source, index, text in _history_sources(ctx):
+        hit = find_value(text, value, spec)
+        if hit is not None:
+            return Span(source=source, index=index, start=hit.start, end=hit.end,
+                        text=text[hit.start:hit.end])
+    return None
+
+
+def _uv(c: Criterion, ctx: TurnContext) -> Decision:
+    slot, value = c.args["slot"], c.args["value"]
+    span = find_support(ctx, slot, value)
+    if span is not None:
+        where = span.source if span.index is None else f"{span.source}[{span.index}]"
+        return Decision(Outcome.FALSE, 1.0, f"value stated in {where}: {span.text!r}", span)
+    return Decision.abstain(
+        f"{value!r} is not stated verbatim or as a schema synonym in h_<t ∪ u_t; "
+        "it may be a paraphrase")
+
+
+def _iuv(c: Criterion, ctx: TurnContext) -> Decision:
+    cands: list[str] = c.args["candidates"]
+    held = {s: ctx.after.get(s) for s in cands}
+    if c.args["confidence"] >= 0.9 and len(cands) == 1:
+        now = held[cands[0]]
+        state = "unfilled" if now is None else f"holding {now!r}"
+        return Decision(Outcome.TRUE, 1.0,
+                        f"user supplied {c.args['value']!r} for {cands[0]}, but s_t leaves it "
+                        f"{state}")
+    return Decision.abstain(
+        f"user may have supplied {c.args['value']!r} for {' or '.join(cands)} "
+        f"(extraction confidence {c.args['confidence']:.2f}); not recorded, but the "
+        "extraction is not certain")
+
+
+def _legality(slot: str, ctx: TurnContext) -> tuple[bool, str]:
+    wf = ctx.workflow
+    if slot not in wf.slots:
+        return True, f"{slot} is not a slot of workflow {wf.id}"
+    if wf.is_optional(slot):
+        return True, f"{slot} is optional and may be requested any time"
+    missing_before = wf.missing_prereqs(slot, ctx.before)
+    if not missing_before:
+        return True, f"{slot} is legal next under s_{{t-1}}"
+    missing_after = wf.missing_prereqs(slot, ctx.after)
+    if not missing_after:
+        return True, (f"{slot} became legal this turn (prerequisites "
+                      f"{', '.join(sorted(missing_before))} filled in s_t)")
+    return False, (f"{slot} requires {', '.join(sorted(missing_after))} first, still "
+                   "unfilled in s_t")
+
+
+def _wnf(c: Criterion, ctx: TurnContext) -> Decision:
+    verdicts = [(s, *_legality(s, ctx)) for s in c.args["candidates"]]
+    legal = [v for v in verdicts if v[1]]
+    if len(legal) == len(verdicts):
+        return Decision(Outcome.FALSE, 1.0, "; ".join(v[2] for v in verdicts))
+    if not legal:
+        return Decision(Outcome.TRUE, 1.0, "; ".join(v[2] for v in verdicts))
+    return Decision.abstain("the request is ambiguous between legal and illegal slots: "
+                            + "; ".join(v[2] for v in verdicts))
+
+
+@register_stage("S1")
+def _factory(options: dict[str, Any]) -> SymbolicVerifier:
+    return SymbolicVerifier(pc_state=options.get("pc_state", "after"))
