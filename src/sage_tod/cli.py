@@ -29,7 +29,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 specs_app = typer.Typer(no_args_is_help=True, help="Workflow spec utilities.")
 app.add_typer(specs_app, name="specs")
 
-out = Console()
+out = Console(width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True)
 T = TypeVar("T")
 

@@ -75,6 +75,15 @@ class SlotCues:
 
     index: Mapping[str, frozenset[str]]
 
+    def unique_hits(self, tokens: list[str]) -> set[str]:
+        """Slots named by a cue that points at that slot alone."""
+        out: set[str] = set()
+        for t in tokens:
+            slots = self.index.get(_stem(t), frozenset())
+            if len(slots) == 1:
+                out |= slots
+        return out
+
     def slots_for(self, tokens: list[str]) -> dict[str, int]:
         """Slots pointed at by `tokens`, with how many distinct cues point at each."""
         hits: Counter[str] = Counter()

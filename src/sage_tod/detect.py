@@ -81,8 +81,16 @@ class Confirmation:
 
 
 def _sentences(text: str) -> list[tuple[int, int, str]]:
-    return [(m.start(), m.end(), m.group()) for m in _SENTENCE_RE.finditer(text)
-            if m.group().strip()]
+    """Sentences with spans that start and end on visible characters."""
+    out = []
+    for m in _SENTENCE_RE.finditer(text):
+        raw = m.group()
+        if not raw.strip():
+            continue
+        lead = len(raw) - len(raw.lstrip())
+        trail = len(raw) - len(raw.rstrip())
+        out.append((m.start() + lead, m.end() - trail, raw.strip()))
+    return out
 
 
 def _is_request_sentence(sentence: str) -> bool:
@@ -121,14 +129,15 @@ def detect_requests(turn: Turn, wf: Workflow) -> list[Request]:
         hits = {slot: n for slot, n in hits.items() if not _names_a_value(sentence, slot, wf)}
         if not hits:
             continue
+        # slots named by a cue of their own are separate requests ("what time and for
+        # how many people?"); otherwise the best-scoring slots form one ambiguous request
+        unique = sorted(sl for sl in cues.unique_hits(toks) if sl in hits)
+        if unique:
+            found.extend(Request((slot,), s, e, "text") for slot in unique)
+            continue
         best = max(hits.values())
         top = tuple(sorted(sl for sl, n in hits.items() if n == best))
-        # distinct slots each pointed at by their own cue are separate requests
-        if len(top) > 1 and best >= 2:
-            for slot in top:
-                found.append(Request((slot,), s, e, "text"))
-        else:
-            found.append(Request(top, s, e, "text"))
+        found.append(Request(top, s, e, "text"))
     return found
 
 

@@ -1,0 +1,183 @@
+"""Each failure class fires and does not fire, through compiler + S1."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sage_tod.compiler import TurnContext, compile_turn, make_context
+from sage_tod.criteria import Criterion, FailureClass, Outcome
+from sage_tod.spec import parse_spec
+from sage_tod.turns import Turn, parse_turn
+from sage_tod.verifiers.base import Item
+from sage_tod.verifiers.symbolic import SymbolicVerifier
+
+Ctx = Callable[[Turn], TurnContext]
+
+
+def _decide(ctx: TurnContext, cls: FailureClass, pc_state: str = "after"
+            ) -> list[tuple[Criterion, Outcome]]:
+    crits = [c for c in compile_turn(ctx) if c.failure_class is cls]
+    s1 = SymbolicVerifier(pc_state=pc_state)  # type: ignore[arg-type]
+    return [(c, d.outcome) for c, d in zip(crits, s1.decide([Item(c, ctx) for c in crits]),
+                                          strict=True)]
+
+
+def _outcomes(ctx: TurnContext, cls: FailureClass, pc_state: str = "after") -> list[Outcome]:
+    return [o for _, o in _decide(ctx, cls, pc_state)]
+
+
+# ---------------------------------------------------------------- UV
+def test_uv_supported_verbatim_synonym_time_and_agent_offer(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="Something downtown at 6:30 pm please", before={},
+                  after={"area": "centre", "time": "18:30"})
+    assert _outcomes(ctx_of(t), FailureClass.UV) == [Outcome.FALSE, Outcome.FALSE]
+    offer = make_turn(user="Yes, that one.", before={"area": "north", "food": "italian"},
+                      after={"area": "north", "food": "italian", "name": "pizza hut"},
+                      history=[{"user": "Italian in the north", "agent": "Try Pizza Hut?"}])
+    (c, o), = _decide(ctx_of(offer), FailureClass.UV)
+    assert o is Outcome.FALSE
+
+
+def test_uv_unsupported_value_is_not_decided_by_s1(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="I want Italian food", after={"food": "italian", "area": "south"})
+    decided = dict((c.args["slot"], o) for c, o in _decide(ctx_of(t), FailureClass.UV))
+    assert decided == {"food": Outcome.FALSE, "area": Outcome.ABSTAIN}
+
+
+def test_uv_only_for_written_values(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="Center is fine", before={"area": "centre", "food": "italian"},
+                  after={"area": "Center"})
+    assert compile_turn(ctx_of(t)) == []  # same value under normalisation; deletions no UV
+
+
+# ---------------------------------------------------------------- IUV
+def test_iuv_fires_when_user_value_is_dropped(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="Somewhere in the north please", after={})
+    (c, o), = _decide(ctx_of(t), FailureClass.IUV)
+    assert o is Outcome.TRUE and c.args["slot"] == "area" and c.evidence is not None
+    assert c.evidence.text == "north"
+
+
+def test_iuv_stale_value_and_user_values(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="Actually make it 8 pm", before={"time": "19:00"},
+                  after={"time": "19:00"})
+    assert _outcomes(ctx_of(t), FailureClass.IUV) == [Outcome.TRUE]
+    nlu = make_turn(user="for four of us", after={},
+                    user_values=[{"slot": "people", "value": "4"}])
+    (c, o), = _decide(ctx_of(nlu), FailureClass.IUV)
+    assert o is Outcome.TRUE and c.args["source"] == "user_values"
+
+
+def test_iuv_not_emitted_when_recorded_or_negated(make_turn, ctx_of: Ctx) -> None:
+    rec = make_turn(user="Downtown, for 4 people at 6pm", after={"area": "centre",
+                                                                "people": "4", "time": "18:00"})
+    assert _decide(ctx_of(rec), FailureClass.IUV) == []
+    neg = make_turn(user="Not in the north, please", after={})
+    assert _decide(ctx_of(neg), FailureClass.IUV) == []
+    ask = make_turn(user="Is it in the north?", after={})
+    assert _decide(ctx_of(ask), FailureClass.IUV) == []
+
+
+def test_iuv_ambiguous_extraction_abstains(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="around 9:15 would be good", workflow="train", after={})
+    (c, o), = _decide(ctx_of(t), FailureClass.IUV)
+    assert set(c.args["candidates"]) == {"leaveat", "arriveby"} and o is Outcome.ABSTAIN
+    cue = make_turn(user="I need to arrive by 9:15", workflow="train", after={})
+    (c2, o2), = _decide(ctx_of(cue), FailureClass.IUV)
+    assert c2.args["candidates"] == ["arriveby"] and o2 is Outcome.ABSTAIN  # narrowed: 0.8
+
+
+# ---------------------------------------------------------------- WNF
+def test_wnf_fires_for_request_out_of_order(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="North please.", agent="How many people will be dining?",
+                  after={"area": "north"})
+    (c, o), = _decide(ctx_of(t), FailureClass.WNF)
+    assert c.args["slot"] == "people" and o is Outcome.TRUE
+
+
+def test_wnf_legal_requests(make_turn, ctx_of: Ctx) -> None:
+    ok = make_turn(user="North.", agent="What type of food would you like?",
+                   after={"area": "north"})
+    assert _outcomes(ctx_of(ok), FailureClass.WNF) == [Outcome.FALSE]
+    # prerequisites filled by this very turn: legal
+    same_turn = make_turn(user="Italian in the north, Pizza Hut.",
+                          agent="How many people?", after={"area": "north", "food": "italian",
+                                                          "name": "pizza hut"})
+    assert _outcomes(ctx_of(same_turn), FailureClass.WNF) == [Outcome.FALSE]
+    optional = make_turn(user="hi", agent="What price range do you prefer?")
+    assert _outcomes(ctx_of(optional), FailureClass.WNF) == [Outcome.FALSE]
+
+
+def test_wnf_offers_are_not_requests_and_acts_replace_text(make_turn, ctx_of: Ctx) -> None:
+    offer = make_turn(user="hi", agent="Would you like me to book a table for 4 people?")
+    assert _decide(ctx_of(offer), FailureClass.WNF) == []
+    acts = make_turn(user="hi", agent="Tell me more.", agent_acts={"request": ["time"]})
+    (c, o), = _decide(ctx_of(acts), FailureClass.WNF)
+    assert c.args["source"] == "agent_acts" and o is Outcome.TRUE
+
+
+def test_wnf_ambiguous_request_abstains_when_legality_differs(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="hi", agent="What time?", workflow="train")
+    (c, o), = _decide(ctx_of(t), FailureClass.WNF)
+    assert set(c.args["candidates"]) == {"leaveat", "arriveby"}
+    assert o is Outcome.FALSE  # both optional: legal either way
+    rest = make_turn(user="North", agent="When?", after={"area": "north"})
+    assert _outcomes(ctx_of(rest), FailureClass.WNF) == [Outcome.TRUE]
+    mixed = parse_spec({"id": "w", "slots": [
+        {"name": "src"}, {"name": "start", "description": "time to leave", "type": "time"},
+        {"name": "end", "description": "time to arrive", "type": "time"}],
+        "required": ["src", "end"], "order": [["src"], ["end"]]})
+    turn = parse_turn({"dialogue_id": "d", "turn_id": 0, "workflow": "w", "user": "hi",
+                       "agent": "What time?", "state_before": {}, "state_after": {}},
+                      mixed).turn
+    (c, o), = _decide(make_context(mixed, turn), FailureClass.WNF)
+    assert set(c.args["candidates"]) == {"start", "end"} and o is Outcome.ABSTAIN
+
+
+def test_wnf_two_named_slots_are_two_requests(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="North", agent="What food and what price range?",
+                  after={"area": "north"})
+    assert sorted(c.args["slot"] for c, _ in _decide(ctx_of(t), FailureClass.WNF)) == [
+        "food", "pricerange"]
+
+
+# ---------------------------------------------------------------- PC
+FULL = {"area": "north", "food": "italian", "name": "pizza hut", "people": "2"}
+
+
+def test_pc_fires_when_outcome_false(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="Book it", agent="Great, your table is booked!", before=FULL)
+    (c, o), = _decide(ctx_of(t), FailureClass.PC)
+    assert o is Outcome.TRUE and c.evidence is not None and "booked" in c.evidence.text
+
+
+def test_pc_last_field_supplied_this_turn_is_legitimate(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="At 7pm please", agent="Done! I have booked your table.",
+                  before=FULL, after={**FULL, "time": "19:00"})
+    assert _outcomes(ctx_of(t), FailureClass.PC) == [Outcome.FALSE]
+    # reading s_{t-1} instead (the paper's literal O(s_{t-1})) flags it
+    assert _outcomes(ctx_of(t), FailureClass.PC, pc_state="before") == [Outcome.TRUE]
+
+
+def test_pc_questions_refusals_and_acts(make_turn, ctx_of: Ctx) -> None:
+    q = make_turn(user="ok", agent="Shall I book it for you?", before=FULL)
+    assert _decide(ctx_of(q), FailureClass.PC) == []
+    no = make_turn(user="ok", agent="Unfortunately I was unable to book it.", before=FULL)
+    assert _decide(ctx_of(no), FailureClass.PC) == []
+    acts = make_turn(user="ok", agent="Your table is booked.", before=FULL,
+                     agent_acts={"confirm": False})
+    assert _decide(ctx_of(acts), FailureClass.PC) == []
+    implied = make_turn(user="ok", agent="All done, enjoy your meal.", before=FULL)
+    assert _outcomes(ctx_of(implied), FailureClass.PC) == [Outcome.ABSTAIN]
+
+
+def test_pc_custom_outcome(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="from a to b", agent="Your train is booked.", workflow="train",
+                  after={"departure": "a", "destination": "b"})
+    assert _outcomes(ctx_of(t), FailureClass.PC) == [Outcome.TRUE]
+
+
+def test_compiler_is_deterministic(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="North at 7pm for 2", agent="How many people? Your table is booked.",
+                  after={"area": "south"})
+    assert compile_turn(ctx_of(t)) == compile_turn(ctx_of(t))

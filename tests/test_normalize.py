@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import pytest
+
+from sage_tod.normalize import (
+    basic,
+    is_unset,
+    normalize_number,
+    normalize_time,
+    normalize_typed,
+    synonym_table,
+)
+from sage_tod.spec import SlotSpec
+from sage_tod.textmatch import find_times, find_value
+
+
+def test_case_whitespace_punctuation_and_spelling_variants() -> None:
+    assert basic("  Centre ") == basic("center") == "centre"
+    assert basic("Pizza-Hut,  City Centre!") == "pizza hut city centre"
+    assert basic("Cambridge") != basic("London")
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("6:30 pm", "18:30"), ("18:30", "18:30"), ("6.30pm", "18:30"), ("6pm", "18:00"),
+    ("12 am", "00:00"), ("12pm", "12:00"), ("noon", "12:00"), ("1830", "18:30"),
+    ("7", "07:00"), ("7:05 a.m.", "07:05"),
+])
+def test_times_12_and_24_hour(raw: str, expected: str) -> None:
+    assert normalize_time(raw) == expected
+
+
+@pytest.mark.parametrize("raw", ["25:00", "13 pm", "soon", "7:75"])
+def test_non_times_are_rejected(raw: str) -> None:
+    assert normalize_time(raw) is None
+
+
+def test_number_words() -> None:
+    assert normalize_number("two") == normalize_number("2") == "2"
+    assert normalize_number("2.0") == "2"
+    assert normalize_number("a few") is None
+
+
+def test_typed_normalisation_uses_synonyms_and_dontcare() -> None:
+    slot = SlotSpec(name="area", type="categorical", values=("centre", "north"),
+                    synonyms={"centre": ("downtown", "city centre")})
+    assert slot.normalize("Downtown") == slot.normalize("centre") == slot.normalize("Center")
+    assert slot.normalize("north") != slot.normalize("centre")
+    assert normalize_typed("don't care", "categorical") == normalize_typed("dontcare", "free")
+    assert synonym_table(["a"], {"a": ["b"]}) == {"a": "a", "b": "a"}
+
+
+def test_unset_values() -> None:
+    assert is_unset(None) and is_unset("") and is_unset("not mentioned")
+    assert not is_unset("north")
+
+
+def test_find_times_readings() -> None:
+    (s, e, readings), = find_times("we arrive at 7:30")
+    assert readings == {"07:30", "19:30"}
+    assert find_times("a table for 7 people") == []
+    assert find_times("half past seven in the evening")[0][2] == {"19:30"}
+    assert find_times("quarter to seven in the morning")[0][2] == {"06:45"}
+
+
+def test_find_value_spans_point_at_the_text() -> None:
+    text = "A table for two at 6:30 pm downtown, please."
+    people = SlotSpec(name="people", type="number")
+    hit = find_value(text, "2", people)
+    assert hit is not None and text[hit.start:hit.end] == "two"
+    t = find_value(text, "18:30", SlotSpec(name="t", type="time"))
+    assert t is not None and text[t.start:t.end] == "6:30 pm"
+    area = SlotSpec(name="area", type="categorical", values=("centre",),
+                    synonyms={"centre": ("downtown",)})
+    a = find_value(text, "centre", area)
+    assert a is not None and text[a.start:a.end] == "downtown"
+    assert find_value(text, "19:30", SlotSpec(name="t", type="time")) is None
