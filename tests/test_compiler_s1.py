@@ -34,7 +34,7 @@ def test_uv_supported_verbatim_synonym_time_and_agent_offer(make_turn, ctx_of: C
     offer = make_turn(user="Yes, that one.", before={"area": "north", "food": "italian"},
                       after={"area": "north", "food": "italian", "name": "pizza hut"},
                       history=[{"user": "Italian in the north", "agent": "Try Pizza Hut?"}])
-    (c, o), = _decide(ctx_of(offer), FailureClass.UV)
+    (_c, o), = _decide(ctx_of(offer), FailureClass.UV)
     assert o is Outcome.FALSE
 
 
@@ -181,3 +181,12 @@ def test_compiler_is_deterministic(make_turn, ctx_of: Ctx) -> None:
     t = make_turn(user="North at 7pm for 2", agent="How many people? Your table is booked.",
                   after={"area": "south"})
     assert compile_turn(ctx_of(t)) == compile_turn(ctx_of(t))
+
+
+def test_wnf_literal_reading_option(make_turn, ctx_of: Ctx) -> None:
+    same_turn = make_turn(user="Italian in the north, Pizza Hut.",
+                          agent="How many people?", after={"area": "north", "food": "italian",
+                                                          "name": "pizza hut"})
+    s1 = SymbolicVerifier(wnf_state="before")
+    (c,) = [c for c in compile_turn(ctx_of(same_turn)) if c.failure_class is FailureClass.WNF]
+    assert s1.decide([Item(c, ctx_of(same_turn))])[0].outcome is Outcome.TRUE

@@ -55,7 +55,7 @@ def test_unset_values() -> None:
 
 
 def test_find_times_readings() -> None:
-    (s, e, readings), = find_times("we arrive at 7:30")
+    (_s, _e, readings), = find_times("we arrive at 7:30")
     assert readings == {"07:30", "19:30"}
     assert find_times("a table for 7 people") == []
     assert find_times("half past seven in the evening")[0][2] == {"19:30"}

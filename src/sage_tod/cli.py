@@ -93,14 +93,18 @@ def evaluate(
     batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = 64,
     pc_state: Annotated[str, typer.Option(help="state the PC outcome predicate reads: "
                                                "after (s_t) | before (s_{t-1})")] = "after",
+    wnf_state: Annotated[str, typer.Option(help="WNF legality: either (legal under s_{t-1} or "
+                                                "s_t) | before (s_{t-1} only)")] = "either",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress or tables")] = False,
 ) -> None:
     """Evaluate every turn; write one verdict per turn (JSONL), in input order."""
-    if pc_state not in {"after", "before"}:
-        err.print("[bold red]error:[/] --pc-state must be 'after' or 'before'")
+    if pc_state not in {"after", "before"} or wnf_state not in {"either", "before"}:
+        err.print("[bold red]error:[/] --pc-state must be after|before and --wnf-state "
+                  "either|before")
         raise typer.Exit(2)
     _, tf = _guard(lambda: _load(spec, turns, skip_invalid))
-    ev = _guard(lambda: Evaluator(load_spec(spec), config, options={"pc_state": pc_state},
+    ev = _guard(lambda: Evaluator(load_spec(spec), config, options={"pc_state": pc_state,
+                                                          "wnf_state": wnf_state},
                                   batch_size=batch_size))
     _note_missing(ev)
     if out_path.exists() and out_path.stat().st_size > 0 and not (resume or overwrite):

@@ -17,15 +17,17 @@ from sage_tod.textmatch import find_value
 from sage_tod.verifiers.base import Item, register_stage
 
 PcState = Literal["after", "before"]
+WnfState = Literal["either", "before"]
 
 
 class SymbolicVerifier:
-    """S1. `pc_state` chooses which state the outcome predicate reads (docs/method.md)."""
+    """S1. `pc_state`/`wnf_state` choose which state PC and WNF read (docs/method.md)."""
 
     name = "S1"
 
-    def __init__(self, pc_state: PcState = "after") -> None:
+    def __init__(self, pc_state: PcState = "after", wnf_state: WnfState = "either") -> None:
         self.pc_state = pc_state
+        self.wnf_state = wnf_state
 
     def accepts(self, criterion: Criterion) -> bool:
         return True
@@ -39,7 +41,7 @@ class SymbolicVerifier:
         if c.failure_class is FailureClass.IUV:
             return _iuv(c, ctx)
         if c.failure_class is FailureClass.WNF:
-            return _wnf(c, ctx)
+            return _wnf(c, ctx, self.wnf_state)
         return self._pc(c, ctx)
 
     def _pc(self, c: Criterion, ctx: TurnContext) -> Decision:
@@ -106,7 +108,7 @@ def _iuv(c: Criterion, ctx: TurnContext) -> Decision:
         "extraction is not certain")
 
 
-def _legality(slot: str, ctx: TurnContext) -> tuple[bool, str]:
+def _legality(slot: str, ctx: TurnContext, wnf_state: WnfState) -> tuple[bool, str]:
     wf = ctx.workflow
     if slot not in wf.slots:
         return True, f"{slot} is not a slot of workflow {wf.id}"
@@ -115,6 +117,9 @@ def _legality(slot: str, ctx: TurnContext) -> tuple[bool, str]:
     missing_before = wf.missing_prereqs(slot, ctx.before)
     if not missing_before:
         return True, f"{slot} is legal next under s_{{t-1}}"
+    if wnf_state == "before":
+        return False, (f"{slot} requires {', '.join(sorted(missing_before))} first, unfilled "
+                       "in s_{t-1}")
     missing_after = wf.missing_prereqs(slot, ctx.after)
     if not missing_after:
         return True, (f"{slot} became legal this turn (prerequisites "
@@ -123,8 +128,8 @@ def _legality(slot: str, ctx: TurnContext) -> tuple[bool, str]:
                    "unfilled in s_t")
 
 
-def _wnf(c: Criterion, ctx: TurnContext) -> Decision:
-    verdicts = [(s, *_legality(s, ctx)) for s in c.args["candidates"]]
+def _wnf(c: Criterion, ctx: TurnContext, wnf_state: WnfState) -> Decision:
+    verdicts = [(s, *_legality(s, ctx, wnf_state)) for s in c.args["candidates"]]
     legal = [v for v in verdicts if v[1]]
     if len(legal) == len(verdicts):
         return Decision(Outcome.FALSE, 1.0, "; ".join(v[2] for v in verdicts))
@@ -136,4 +141,8 @@ def _wnf(c: Criterion, ctx: TurnContext) -> Decision:
 
 @register_stage("S1")
 def _factory(options: dict[str, Any]) -> SymbolicVerifier:
-    return SymbolicVerifier(pc_state=options.get("pc_state", "after"))
+    pc_state = options.get("pc_state", "after")
+    wnf_state = options.get("wnf_state", "either")
+    if pc_state not in ("after", "before") or wnf_state not in ("either", "before"):
+        raise ValueError("pc_state must be after|before and wnf_state either|before")
+    return SymbolicVerifier(pc_state=pc_state, wnf_state=wnf_state)
