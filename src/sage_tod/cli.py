@@ -10,7 +10,16 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from sage_tod import demo as demo_data
 from sage_tod.cascade import CONFIG_HELP, CONFIGS, UnknownConfig
@@ -63,11 +72,21 @@ def _load(spec: Path, turns: Path, skip_invalid: bool) -> tuple[Any, TurnFile]:
     return bundle, tf
 
 
+class _RateColumn(ProgressColumn):
+    """Turns per second (rich's speed column counts bytes)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("   - turns/s" if speed is None else f"{speed:6.0f} turns/s")
+
+
 def _progress_iter(verdicts: Iterator[Verdict], total: int, quiet: bool) -> Iterator[Verdict]:
-    if quiet or total < 200:
+    """A progress bar with turns/s and ETA on long runs in a terminal; silent otherwise."""
+    if quiet or total < 200 or not err.is_terminal:
         yield from verdicts
         return
     with Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(),
+                  _RateColumn(),
                   TimeRemainingColumn(), console=err, transient=True) as prog:
         task = prog.add_task("turns", total=total)
         for v in verdicts:
@@ -96,6 +115,8 @@ def evaluate(
     wnf_state: Annotated[str, typer.Option(help="WNF legality: either (legal under s_{t-1} or "
                                                 "s_t) | before (s_{t-1} only)")] = "either",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress or tables")] = False,
+    reproducible: Annotated[bool, typer.Option(
+        help="write latency_ms as 0 so reruns give byte-identical files")] = False,
 ) -> None:
     """Evaluate every turn; write one verdict per turn (JSONL), in input order."""
     if pc_state not in {"after", "before"} or wnf_state not in {"either", "before"}:
@@ -119,6 +140,8 @@ def evaluate(
     written: list[Verdict] = []
     with out_path.open("a" if resume else "w", encoding="utf-8") as fh:
         for v in _progress_iter(ev.evaluate(todo), len(todo), quiet):
+            if reproducible:
+                v = v.model_copy(update={"latency_ms": 0.0})
             fh.write(v.to_json() + "\n")
             fh.flush()
             written.append(v)
