@@ -244,6 +244,35 @@ def demo(
                   highlight=False)
 
 
+@app.command()
+def report(
+    verdicts: Annotated[Path, typer.Argument(help="verdicts JSONL")],
+    out_path: Annotated[Path, typer.Option("--out", help="HTML file to write")],
+    turns: Annotated[Path | None, typer.Option(help="turns JSONL: utterances, states, gold")
+                     ] = None,
+    spec: Annotated[Path | None, typer.Option(help="spec to validate --turns against")
+                    ] = None,
+    title: Annotated[str, typer.Option(help="page title")] = "sage-tod report",
+) -> None:
+    """Write a self-contained HTML report with filters and evidence traces."""
+    from sage_tod.report_html import render_report
+    from sage_tod.turns import TurnRecord, load_turns_unchecked
+
+    vs = _guard(lambda: read_verdicts(verdicts))
+    records: list[TurnRecord] = []
+    if turns is not None:
+        if spec is not None:
+            records = _guard(lambda: load_turns(turns, load_spec(spec))).records
+        else:
+            records = _guard(lambda: load_turns_unchecked(turns))
+    by_key = {r.turn.key: r.turn for r in records}
+    gold = {r.turn.key: r.gold for r in records}
+    page = render_report(vs, by_key, gold if any(gold.values()) else None, title=title)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(page, encoding="utf-8")
+    out.print(f"wrote {out_path} ({len(vs)} turns, {len(page) // 1024} KiB)")
+
+
 @specs_app.command("validate")
 def specs_validate(spec: Annotated[Path, typer.Argument(help="spec file")]) -> None:
     """Validate a spec file and list its workflows."""

@@ -207,6 +207,25 @@ def iter_turn_lines(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
             raise InputError(p, "file is not UTF-8 text") from None
 
 
+def load_turns_unchecked(path: str | Path) -> list[TurnRecord]:
+    """Turns validated against the format only (no spec): for reports and viewers."""
+    recs: list[TurnRecord] = []
+    for n, obj in iter_turn_lines(path):
+        if isinstance(obj, InputError):
+            raise obj
+        try:
+            tl = _TurnLine.model_validate(obj)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise InputError(path, err["msg"], line=n,
+                             field=_loc(tuple(err["loc"])) or None) from None
+        turn = Turn.model_validate(tl.model_dump(exclude={"gold", "meta"}))
+        recs.append(TurnRecord(turn=turn, gold=tl.gold, meta=tl.meta, line=n))
+    if not recs:
+        raise InputError(path, "file is empty: no turns")
+    return with_history(recs)
+
+
 def load_turns(path: str | Path, spec: SpecBundle, *, skip_invalid: bool = False) -> TurnFile:
     """Read and validate a turns JSONL file; fills in `history` where absent.
 
