@@ -81,9 +81,9 @@ def resample_indices(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> NDArray[
 
 def _boot_f1(g: BoolArray, p: BoolArray, idx: NDArray[np.int64]) -> FloatArray:
     gs, ps = g[idx], p[idx]
-    tp = np.sum(gs & ps, axis=1, dtype=np.float64)
-    fp = np.sum(~gs & ps, axis=1, dtype=np.float64)
-    fn = np.sum(gs & ~ps, axis=1, dtype=np.float64)
+    tp = np.asarray(np.sum(gs & ps, axis=1), dtype=np.float64)
+    fp = np.asarray(np.sum(~gs & ps, axis=1), dtype=np.float64)
+    fn = np.asarray(np.sum(gs & ~ps, axis=1), dtype=np.float64)
     return _f1_counts(tp, fp, fn)
 
 

@@ -69,3 +69,7 @@ def build_stage(name: str, options: dict[str, Any] | None = None) -> Stage:
 def _load_builtin() -> None:
     # importing the modules registers their factories
     import sage_tod.verifiers.symbolic  # noqa: F401
+    try:
+        import sage_tod.verifiers.nli  # noqa: F401
+    except ImportError:
+        pass
