@@ -190,3 +190,14 @@ def test_wnf_literal_reading_option(make_turn, ctx_of: Ctx) -> None:
     s1 = SymbolicVerifier(wnf_state="before")
     (c,) = [c for c in compile_turn(ctx_of(same_turn)) if c.failure_class is FailureClass.WNF]
     assert s1.decide([Item(c, ctx_of(same_turn))])[0].outcome is Outcome.TRUE
+
+
+def test_wnf_prerequisite_offered_by_the_agent_in_this_turn(make_turn, ctx_of: Ctx) -> None:
+    offered = make_turn(user="I do not mind.", agent="I recommend Pizza Hut. How many people?",
+                        before={"area": "north", "food": "italian"},
+                        agent_acts={"request": ["people"], "inform": {"name": "pizza hut"}})
+    assert _outcomes(ctx_of(offered), FailureClass.WNF) == [Outcome.FALSE]
+    not_offered = make_turn(user="I do not mind.", agent="How many people?",
+                            before={"area": "north", "food": "italian"},
+                            agent_acts={"request": ["people"]})
+    assert _outcomes(ctx_of(not_offered), FailureClass.WNF) == [Outcome.TRUE]

@@ -117,6 +117,10 @@ def _legality(slot: str, ctx: TurnContext, wnf_state: WnfState) -> tuple[bool, s
     missing_before = wf.missing_prereqs(slot, ctx.before)
     if not missing_before:
         return True, f"{slot} is legal next under s_{{t-1}}"
+    # an agent that proposes a value for a prerequisite in this very turn ("How about
+    # the Acorn? How many nights?") has supplied it; only declared acts count
+    offered = {s for s, v in (ctx.turn.agent_acts.inform if ctx.turn.agent_acts else {}).items()
+               if v.strip()}
     if wnf_state == "before":
         return False, (f"{slot} requires {', '.join(sorted(missing_before))} first, unfilled "
                        "in s_{t-1}")
@@ -124,6 +128,9 @@ def _legality(slot: str, ctx: TurnContext, wnf_state: WnfState) -> tuple[bool, s
     if not missing_after:
         return True, (f"{slot} became legal this turn (prerequisites "
                       f"{', '.join(sorted(missing_before))} filled in s_t)")
+    if missing_after <= offered:
+        return True, (f"{slot} is legal: the agent offers {', '.join(sorted(missing_after))} "
+                      "in a_t (agent_acts.inform)")
     return False, (f"{slot} requires {', '.join(sorted(missing_after))} first, still "
                    "unfilled in s_t")
 
