@@ -201,3 +201,25 @@ def test_wnf_prerequisite_offered_by_the_agent_in_this_turn(make_turn, ctx_of: C
                             before={"area": "north", "food": "italian"},
                             agent_acts={"request": ["people"]})
     assert _outcomes(ctx_of(not_offered), FailureClass.WNF) == [Outcome.TRUE]
+
+
+def test_wnf_slot_asked_together_with_its_prerequisites(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="hi", agent="Which area, and what time would you like?")
+    decided = {c.args["slot"]: o for c, o in _decide(ctx_of(t), FailureClass.WNF)}
+    assert decided == {"area": Outcome.FALSE, "time": Outcome.TRUE}  # food/name not asked
+    t2 = make_turn(user="hi", agent="What area and food, and what time?",
+                   before={}, after={"name": "x"})
+    assert {c.args["slot"]: o for c, o in _decide(ctx_of(t2), FailureClass.WNF)} == {
+        "area": Outcome.FALSE, "food": Outcome.FALSE, "time": Outcome.FALSE}
+
+
+def test_dontcare_is_supported_only_when_about_the_slot(make_turn, ctx_of: Ctx) -> None:
+    about = make_turn(user="Any area is fine.", after={"area": "dontcare"})
+    assert _outcomes(ctx_of(about), FailureClass.UV) == [Outcome.FALSE]
+    answer = make_turn(user="I don't care.", after={"area": "dontcare"},
+                       history=[{"user": "a table please", "agent": "Which area?"}])
+    assert _outcomes(ctx_of(answer), FailureClass.UV) == [Outcome.FALSE]
+    elsewhere = make_turn(user="Italian food.", after={"food": "italian", "area": "dontcare"},
+                          history=[{"user": "hi", "agent": "Anything else I can do?"}])
+    decided = {c.args["slot"]: o for c, o in _decide(ctx_of(elsewhere), FailureClass.UV)}
+    assert decided["area"] is Outcome.ABSTAIN

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from sage_tod import demo as demo_data
 from sage_tod.cascade import CONFIG_HELP, CONFIGS, UnknownConfig
+from sage_tod.datasets.cli import slices_app, specs_export
 from sage_tod.errors import InputError
 from sage_tod.evaluator import Evaluator
 from sage_tod.render import explain as render_explain
@@ -37,9 +38,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                        "agents (SAGE).")
 specs_app = typer.Typer(no_args_is_help=True, help="Workflow spec utilities.")
 app.add_typer(specs_app, name="specs")
+app.add_typer(slices_app, name="slices", help="Build the benchmark slices from the data sets.")
+specs_app.command("export")(specs_export)
 
 out = Console(width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 T = TypeVar("T")
 
 

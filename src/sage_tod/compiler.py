@@ -103,13 +103,16 @@ def _iuv(ctx: TurnContext) -> list[Criterion]:
 
 def _wnf(ctx: TurnContext) -> list[Criterion]:
     out = []
-    for req in detect_requests(ctx.turn, ctx.workflow):
+    requests = detect_requests(ctx.turn, ctx.workflow)
+    named = {r.candidates[0] for r in requests if len(r.candidates) == 1}
+    for req in requests:
         label = "|".join(req.candidates)
         out.append(Criterion(
             id=f"WNF:{label}",
             failure_class=FailureClass.WNF,
             args={"slot": req.candidates[0], "candidates": list(req.candidates),
-                  "source": req.source},
+                  "source": req.source,
+                  "asked_with": sorted(named - set(req.candidates))},
             question=(f"The agent requests {' or '.join(req.candidates)}; is that illegal next "
                       "under the workflow ordering given the state?"),
             evidence=_span("agent", ctx.turn.agent, req.start, req.end),

@@ -13,7 +13,9 @@ from typing import Any, Literal
 
 from sage_tod.compiler import TurnContext
 from sage_tod.criteria import Criterion, Decision, FailureClass, Outcome, Span
-from sage_tod.textmatch import find_value
+from sage_tod.cues import slot_cues
+from sage_tod.normalize import basic_tokens, is_dontcare
+from sage_tod.textmatch import find_dontcare, find_value
 from sage_tod.verifiers.base import Item, register_stage
 
 PcState = Literal["after", "before"]
@@ -71,8 +73,37 @@ def _history_sources(ctx: TurnContext) -> list[tuple[str, int | None, str]]:
     return out
 
 
+def _dontcare_support(ctx: TurnContext, slot: str) -> Span | None:
+    """A user's "any"/"doesn't matter" that is about `slot`.
+
+    A dontcare cue supports `dontcare` for a slot only in a user turn whose
+    sentence names the slot, or that answers an agent question about it; an
+    "anything else?" elsewhere in the dialogue says nothing about this slot.
+    """
+    wf = ctx.workflow if slot in ctx.workflow.slots else next(
+        (w for w in ctx.spec.workflows.values() if slot in w.slots), ctx.workflow)
+    cues = slot_cues(wf)
+    hist = ctx.turn.history or ()
+    turns: list[tuple[str, int | None, str, str]] = [
+        ("user", None, ctx.turn.user, hist[-1].agent if hist else "")]
+    for i in range(len(hist) - 1, -1, -1):
+        turns.append(("history.user", i, hist[i].user, hist[i - 1].agent if i else ""))
+    for source, index, text, prompt in turns:
+        hit = find_dontcare(text)
+        if hit is None:
+            continue
+        about = slot in cues.slots_for(basic_tokens(text)) or slot in cues.slots_for(
+            basic_tokens(prompt))
+        if about:
+            return Span(source=source, index=index, start=hit.start, end=hit.end,
+                        text=text[hit.start:hit.end])
+    return None
+
+
 def find_support(ctx: TurnContext, slot: str, value: str) -> Span | None:
     """Where h_<t ∪ {u_t} states `value` for `slot` (normalised), or None."""
+    if is_dontcare(value):
+        return _dontcare_support(ctx, slot)
     spec = ctx.spec.slot(slot, ctx.workflow)
     for source, index, text in _history_sources(ctx):
         hit = find_value(text, value, spec)
@@ -108,7 +139,8 @@ def _iuv(c: Criterion, ctx: TurnContext) -> Decision:
         "extraction is not certain")
 
 
-def _legality(slot: str, ctx: TurnContext, wnf_state: WnfState) -> tuple[bool, str]:
+def _legality(slot: str, ctx: TurnContext, wnf_state: WnfState,
+              asked_with: frozenset[str] = frozenset()) -> tuple[bool, str]:
     wf = ctx.workflow
     if slot not in wf.slots:
         return True, f"{slot} is not a slot of workflow {wf.id}"
@@ -131,12 +163,16 @@ def _legality(slot: str, ctx: TurnContext, wnf_state: WnfState) -> tuple[bool, s
     if missing_after <= offered:
         return True, (f"{slot} is legal: the agent offers {', '.join(sorted(missing_after))} "
                       "in a_t (agent_acts.inform)")
+    if missing_after <= offered | asked_with:
+        return True, (f"{slot} is asked together with its prerequisites "
+                      f"{', '.join(sorted(missing_after))} in a_t")
     return False, (f"{slot} requires {', '.join(sorted(missing_after))} first, still "
                    "unfilled in s_t")
 
 
 def _wnf(c: Criterion, ctx: TurnContext, wnf_state: WnfState) -> Decision:
-    verdicts = [(s, *_legality(s, ctx, wnf_state)) for s in c.args["candidates"]]
+    asked_with = frozenset(c.args.get("asked_with", ()))
+    verdicts = [(s, *_legality(s, ctx, wnf_state, asked_with)) for s in c.args["candidates"]]
     legal = [v for v in verdicts if v[1]]
     if len(legal) == len(verdicts):
         return Decision(Outcome.FALSE, 1.0, "; ".join(v[2] for v in verdicts))
