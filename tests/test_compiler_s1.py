@@ -223,3 +223,23 @@ def test_dontcare_is_supported_only_when_about_the_slot(make_turn, ctx_of: Ctx) 
                           history=[{"user": "hi", "agent": "Anything else I can do?"}])
     decided = {c.args["slot"]: o for c, o in _decide(ctx_of(elsewhere), FailureClass.UV)}
     assert decided["area"] is Outcome.ABSTAIN
+
+
+def test_iuv_two_values_for_one_slot_are_not_exact(make_turn, ctx_of: Ctx) -> None:
+    t = make_turn(user="Something in the north of the centre", after={"area": "north"})
+    (c, o), = _decide(ctx_of(t), FailureClass.IUV)
+    assert c.args["value"] == "centre" and o is Outcome.ABSTAIN
+
+
+def test_request_cues_ignore_pronouns_and_spelling_folds(spec, ctx_of: Ctx) -> None:
+    wf = parse_spec({"id": "hotel", "slots": [
+        {"name": "hotel-type", "description": "type of the hotel", "type": "categorical",
+         "values": ["hotel", "guesthouse"]},
+        {"name": "hotel-people", "description": "number of guests for the booking",
+         "type": "number"}], "required": ["hotel-type", "hotel-people"],
+        "order": [["hotel-type"], ["hotel-people"]]})
+    turn = parse_turn({"dialogue_id": "d", "turn_id": 0, "workflow": "hotel", "user": "hi",
+                       "agent": "Do you have any other requirements? Would you prefer a "
+                                "guesthouse?", "state_before": {}, "state_after": {}}, wf).turn
+    crits = compile_turn(make_context(wf, turn))
+    assert [c for c in crits if c.failure_class is FailureClass.WNF] == []

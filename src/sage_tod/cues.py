@@ -25,7 +25,9 @@ STOPWORDS = frozenset({
     "which", "what", "who", "whom", "whose", "when", "where", "how", "do", "does", "did",
     "can", "could", "will", "shall", "may", "might", "must", "has", "have", "had", "not",
     "no", "yes", "please", "booking", "book", "reservation", "reserve", "value", "slot",
-    "number", "name", "type", "amount", "kind", "some", "any",
+    "number", "name", "type", "amount", "kind", "some", "any", "you", "your", "yours",
+    "i", "me", "my", "we", "us", "our", "they", "them", "their", "he", "she", "him",
+    "her", "there", "here", "other", "also", "just", "then", "so", "if", "as", "than",
 })
 # Tokens kept despite STOPWORDS when the slot name itself is one of them (e.g. "name").
 _NAME_KEEP = frozenset({"name", "type", "number", "book"})
@@ -60,6 +62,15 @@ _SPLIT_RE = re.compile(r"[a-z]+")
 
 def _words(text: str) -> list[str]:
     return _SPLIT_RE.findall(text.lower())
+
+
+def cue_tokens(text: str) -> list[str]:
+    """Words of an utterance as cue matching sees them: lowercase, no spelling folding.
+
+    Folding would split "guesthouse" into "guest house" and make "guest" look
+    like a request for the party size.
+    """
+    return _words(text)
 
 
 def _stem(word: str) -> str:
@@ -115,20 +126,29 @@ def _slot_words(name: str, description: str, domain_words: frozenset[str]) -> se
 
 @lru_cache(maxsize=256)
 def _cues_cached(wf_id: str, items: tuple[tuple[str, str], ...]) -> SlotCues:
-    names = [n for n, _ in items]
     # words in most slot names of a workflow ("restaurant", "book") name the
     # workflow, not a slot
-    counts: Counter[str] = Counter(w for n in names for w in set(_words(n)))
-    domain_words = frozenset(w for w, c in counts.items() if c >= max(2, len(names) // 2 + 1))
+    domain = _domain_words_cached(tuple(n for n, _ in items))
     index: dict[str, set[str]] = {}
     for name, desc in items:
-        for w in _slot_words(name, desc, domain_words):
+        for w in _slot_words(name, desc, domain):
             index.setdefault(_stem(w), set()).add(name)
     concept_stems = {_stem(m) for members in CONCEPTS.values() for m in members}
     # a description word shared by many slots ("table" in "time of the table
     # booking") says nothing about which one is meant
     return SlotCues({k: frozenset(v) for k, v in index.items()
                      if len(v) <= 2 or k in concept_stems})
+
+
+@lru_cache(maxsize=256)
+def _domain_words_cached(names: tuple[str, ...]) -> frozenset[str]:
+    counts: Counter[str] = Counter(w for n in names for w in set(_words(n)))
+    return frozenset(w for w, c in counts.items() if c >= max(2, len(names) // 2 + 1))
+
+
+def domain_words(workflow: Workflow) -> frozenset[str]:
+    """Words in most slot names of a workflow ("hotel" in hotel-area, hotel-stars, ...)."""
+    return _domain_words_cached(tuple(workflow.slots))
 
 
 def slot_cues(workflow: Workflow) -> SlotCues:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from sage_tod.cues import slot_cues
+from sage_tod.cues import cue_tokens, slot_cues
 from sage_tod.normalize import basic_tokens, fold, tokens_with_spans
 from sage_tod.spec import Workflow
 from sage_tod.turns import Turn
@@ -115,7 +115,7 @@ def detect_requests(turn: Turn, wf: Workflow) -> list[Request]:
         if not _is_request_sentence(sentence):
             continue
         folded = fold(sentence)
-        toks = basic_tokens(sentence)
+        toks = cue_tokens(sentence)
         hits = cues.slots_for(toks)
         for phrase, types in _INTERROGATIVES.items():
             if re.search(rf"\b{phrase}\b", folded):
@@ -155,7 +155,7 @@ def _cue_span(text: str, slot: str, wf: Workflow) -> tuple[int, int]:
     """Best-effort span in a_t for an act-declared request: the sentence naming the slot."""
     cues = slot_cues(wf)
     for s, e, sentence in _sentences(text):
-        if slot in cues.slots_for(basic_tokens(sentence)):
+        if slot in cues.slots_for(cue_tokens(sentence)):
             return s, e
     return 0, len(text)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sage_tod.cues import slot_cues
+from sage_tod.cues import domain_words, slot_cues
 from sage_tod.normalize import WEEKDAYS, basic, normalize_number, tokens_with_spans
 from sage_tod.spec import SlotSpec, Workflow
 from sage_tod.textmatch import find_times, find_value, is_negated
@@ -160,8 +160,12 @@ def _extract_from_text(turn: Turn, wf: Workflow) -> list[Extraction]:
         value, slots = by_span.setdefault(span, (canon, []))
         if spec.name not in slots and basic(value) == basic(canon):
             slots.append(spec.name)
+    generic = domain_words(wf)
     for (s, e), (value, slots) in sorted(by_span.items()):
-        add(value, slots, s, e, "categorical")
+        # "book the hotel": a value that is also the workflow's own name is
+        # usually a reference to the task, not a constraint on a slot
+        weak = 0.6 if basic(value) in generic else None
+        add(value, slots, s, e, "categorical", confidence=weak)
 
     # 3. clock times
     time_slots = [s.name for s in wf.slots.values() if s.type == "time"]
@@ -193,4 +197,20 @@ def _extract_from_text(turn: Turn, wf: Workflow) -> list[Extraction]:
         for tok, s, e in tokens_with_spans(text):
             if tok in WEEKDAYS:
                 add(tok, list(date_slots), s, e, "date")
+    return _demote_competing(out)
+
+
+def _demote_competing(found: list[Extraction]) -> list[Extraction]:
+    """Two different values for one slot in one utterance ("north of the centre",
+    "not Friday, Saturday") leave it open which one the user meant: none is exact."""
+    per_slot: dict[str, set[str]] = {}
+    for ex in found:
+        if len(ex.candidates) == 1:
+            per_slot.setdefault(ex.candidates[0], set()).add(basic(ex.value))
+    out = []
+    for ex in found:
+        if len(ex.candidates) == 1 and len(per_slot[ex.candidates[0]]) > 1:
+            ex = Extraction(ex.value, ex.candidates, ex.start, ex.end,
+                            min(ex.confidence, 0.6), ex.source, ex.alternatives)
+        out.append(ex)
     return out
