@@ -276,6 +276,82 @@ def report(
     out.print(f"wrote {out_path} ({len(vs)} turns, {len(page) // 1024} KiB)")
 
 
+bench_app = typer.Typer(help="Benchmarks: configurations x slices, tables and plots.")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.callback(invoke_without_command=True)
+def bench(
+    ctx: typer.Context,
+    slices: Annotated[str, typer.Option(help="comma-separated: mw-mixed, uv-rich, sgd, sgd-x, "
+                                             "dev, abcd-uv")] = "mw-mixed,uv-rich,sgd",
+    configs: Annotated[str, typer.Option(help="comma-separated SAGE configs and baselines")
+                       ] = "core,no_s1,no_s2",
+    out_dir: Annotated[Path, typer.Option("--out", help="benchmark directory")] = Path(
+        "bench-out"),
+    slices_dir: Annotated[Path | None, typer.Option(help="built slices (default OUT/slices; "
+                                                         "built when missing)")] = None,
+    no_acts: Annotated[bool, typer.Option("--no-acts", help="build text-only slices")
+                       ] = False,
+    batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = 64,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Run configurations over slices (resumable), then write results and the report."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from sage_tod.bench import ensure_slices, expand_slices, run_one, write_results
+    from sage_tod.bench_report import write_report
+
+    sdir = slices_dir or out_dir / "slices"
+    names = expand_slices(slices.split(","))
+    cfgs = [c.strip() for c in configs.split(",") if c.strip()]
+    infos = _guard(lambda: ensure_slices(sdir, names, acts=not no_acts))
+    total = sum(sum(1 for line in infos[n].turns.open() if line.strip()) for n in names)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  _RateColumn(), TimeRemainingColumn(), console=err,
+                  disable=quiet or not err.is_terminal) as prog:
+        task = prog.add_task("bench", total=total * len(cfgs))
+        for cfg in cfgs:
+            for n in names:
+                prog.update(task, description=f"{n} / {cfg}")
+                before = _count_lines(out_dir / "runs" / n / f"{cfg}.jsonl")
+                prog.advance(task, before)
+                _guard(lambda n=n, cfg=cfg: run_one(  # type: ignore[misc]
+                    infos[n], cfg, out_dir, batch_size=batch_size,
+                    on_verdict=lambda: prog.advance(task)))
+    res = write_results(out_dir, sdir)
+    rep = write_report(res, out_dir, sdir)
+    if not quiet:
+        out.print((rep / "tables.md").read_text(encoding="utf-8"), markup=False,
+                  highlight=False)
+    err.print(f"verdicts in {out_dir / 'runs'}, results {out_dir / 'results.json'}, "
+              f"report {rep}")
+
+
+def _count_lines(path: Path) -> int:
+    return sum(1 for _ in path.open("rb")) if path.exists() else 0
+
+
+@bench_app.command("report")
+def bench_report_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="benchmark directory")] = Path(
+        "bench-out"),
+    slices_dir: Annotated[Path | None, typer.Option(help="built slices (default OUT/slices)")
+                          ] = None,
+) -> None:
+    """Recompute results and re-render the tables and plots from the saved verdicts."""
+    from sage_tod.bench import write_results
+    from sage_tod.bench_report import write_report
+
+    sdir = slices_dir or out_dir / "slices"
+    if not (out_dir / "runs").is_dir():
+        err.print(f"[bold red]error:[/] no runs in {out_dir}; run `sage-tod bench` first")
+        raise typer.Exit(2)
+    res = write_results(out_dir, sdir)
+    rep = write_report(res, out_dir, sdir)
+    out.print(f"wrote {rep / 'tables.md'} and plots in {rep}")
+
+
 @specs_app.command("validate")
 def specs_validate(spec: Annotated[Path, typer.Argument(help="spec file")]) -> None:
     """Validate a spec file and list its workflows."""

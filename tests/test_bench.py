@@ -1,0 +1,69 @@
+"""The benchmark harness on a tiny slice directory built from the demo."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from sage_tod import demo
+from sage_tod.bench import compute_results, run_one, slice_infos, verdict_path
+from sage_tod.bench_report import write_report
+from sage_tod.cli import app
+from sage_tod.scoring import score
+from sage_tod.turns import read_gold_labels
+from sage_tod.verdicts import read_verdicts
+
+
+def _slices(tmp_path: Path) -> Path:
+    d = tmp_path / "slices"
+    (d / "specs").mkdir(parents=True)
+    shutil.copy(demo.spec_path(), d / "specs" / "demo.yaml")
+    shutil.copy(demo.turns_path(), d / "demo.jsonl")
+    manifest = {"slices": {"mw-mixed": {"file": "demo.jsonl", "spec": "specs/demo.yaml"}}}
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    return d
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+def test_bench_run_results_and_report_are_reproducible(tmp_path: Path) -> None:
+    sdir = _slices(tmp_path)
+    out = tmp_path / "bench"
+    info = slice_infos(sdir)["mw-mixed"]
+    for cfg in ("s1", "no_s2"):
+        run_one(info, cfg, out)
+    # resume: cut the file in the middle of a line, run again -> same verdict keys
+    p = verdict_path(out, "mw-mixed", "s1")
+    full = p.read_bytes()
+    p.write_bytes(full[: len(full) // 2])
+    run_one(info, "s1", out)
+    assert [v.key for v in read_verdicts(p)] == [
+        json.loads(x)["dialogue_id"] + ":" + str(json.loads(x)["turn_id"])
+        for x in full.decode().splitlines()]
+    res = compute_results(out, sdir)
+    m = res["slices"]["mw-mixed"]["configs"]["s1"]
+    expected = score(read_gold_labels(info.turns), read_verdicts(p))
+    assert m["n"] == 59 and abs(m["f1"] - expected.full.f1) < 1e-12
+    assert m["class_recall"]["WNF"]["recall"] == 1.0
+    assert m["routing"]["S1"] > 0.9 and m["paid_calls_per_turn"] == 0.0
+    assert "no_s2" in res["slices"]["mw-mixed"]["configs"]
+    rep = write_report(res, out, sdir)
+    first = _digest(rep)
+    assert set(first) == {"tables.md", "pareto.png", "risk_coverage.png", "class_recall.png"}
+    r = CliRunner().invoke(app, ["bench", "report", "--out", str(out), "--slices-dir",
+                                 str(sdir)])
+    assert r.exit_code == 0, r.output
+    assert _digest(rep) == first
+    text = (rep / "tables.md").read_text()
+    assert "Table 1" in text and "Table 10" in text and "MW-mixed" in text
+
+
+def test_bench_report_without_runs(tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["bench", "report", "--out", str(tmp_path)])
+    assert r.exit_code == 2 and "no runs" in r.output
