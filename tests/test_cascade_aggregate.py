@@ -94,3 +94,10 @@ def test_configs_and_missing_stages(spec: SpecBundle) -> None:
     assert v.verdict in {"undecided", "acceptable"}
     if "S2" not in v.stages:
         assert v.verdict == "undecided" and v.criteria[0].decided_by is None
+
+
+def test_all_abstained_keeps_every_stage_reason() -> None:
+    s1 = Recorder("S1", {})
+    s2 = Recorder("S2", {})
+    (r,) = Cascade([s1, s2]).run(_items(1))
+    assert r.decided_by is None and r.decision.rationale == "S1: S1; S2: S2"

@@ -243,3 +243,12 @@ def test_request_cues_ignore_pronouns_and_spelling_folds(spec, ctx_of: Ctx) -> N
                                 "guesthouse?", "state_before": {}, "state_after": {}}, wf).turn
     crits = compile_turn(make_context(wf, turn))
     assert [c for c in crits if c.failure_class is FailureClass.WNF] == []
+
+
+def test_uv_offer_rejected_by_the_user_is_no_support(make_turn, ctx_of: Ctx) -> None:
+    hist = [{"user": "Italian in the north", "agent": "How about Pizza Hut?"}]
+    rejected = make_turn(user="No, something else please.", after={"name": "pizza hut"},
+                         history=hist)
+    assert _outcomes(ctx_of(rejected), FailureClass.UV) == [Outcome.ABSTAIN]
+    accepted = make_turn(user="Yes, that one.", after={"name": "pizza hut"}, history=hist)
+    assert _outcomes(ctx_of(accepted), FailureClass.UV) == [Outcome.FALSE]

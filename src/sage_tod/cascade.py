@@ -99,4 +99,10 @@ class Cascade:
                 res.decision = d
                 if d.outcome is not Outcome.ABSTAIN:
                     res.decided_by = stage.name
+        for res in results:
+            if res.decided_by is None and len(res.trace) > 1:
+                # every stage abstained: keep each one's reason, not only the last
+                why = "; ".join(f"{s.stage}: {s.decision.rationale}" for s in res.trace)
+                res.decision = Decision(Outcome.ABSTAIN, res.decision.margin, why,
+                                        res.decision.evidence)
         return results

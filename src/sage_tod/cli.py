@@ -26,6 +26,8 @@ from sage_tod.cascade import CONFIG_HELP, CONFIGS, UnknownConfig
 from sage_tod.datasets.cli import slices_app, specs_export
 from sage_tod.errors import InputError
 from sage_tod.evaluator import Evaluator
+from sage_tod.nli.cli import calibrate as nli_calibrate
+from sage_tod.nli.cli import models_app
 from sage_tod.render import explain as render_explain
 from sage_tod.render import score_table, summary_table, verdict_table
 from sage_tod.scoring import score as score_fn
@@ -40,6 +42,8 @@ specs_app = typer.Typer(no_args_is_help=True, help="Workflow spec utilities.")
 app.add_typer(specs_app, name="specs")
 app.add_typer(slices_app, name="slices", help="Build the benchmark slices from the data sets.")
 specs_app.command("export")(specs_export)
+app.add_typer(models_app, name="models", help="NLI models for S2: train, measure, benchmark.")
+app.command("calibrate")(nli_calibrate)
 
 out = Console(width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, soft_wrap=True)
@@ -99,6 +103,20 @@ def _progress_iter(verdicts: Iterator[Verdict], total: int, quiet: bool) -> Iter
 
 ConfigOpt = Annotated[str, typer.Option("--config", "-c",
                                         help="core | llm | no_s1 | no_s2 | no_s3 | s1")]
+NliModelOpt = Annotated[str | None, typer.Option(
+    "--nli-model", help="S2 NLI model: a local directory or a hub id (default: "
+                        "$SAGE_TOD_NLI_MODEL, then the shared MiniLM SNLI model)")]
+TauOpt = Annotated[float | None, typer.Option(
+    "--tau", help="S2 gate: decide when |p(ent) - p(contra)| >= tau (default 0.20)")]
+
+
+def _stage_options(nli_model: str | None, tau: float | None, **more: Any) -> dict[str, Any]:
+    opts: dict[str, Any] = dict(more)
+    if nli_model is not None:
+        opts["nli_model"] = nli_model
+    if tau is not None:
+        opts["tau"] = tau
+    return opts
 
 
 @app.command()
@@ -120,6 +138,8 @@ def evaluate(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress or tables")] = False,
     reproducible: Annotated[bool, typer.Option(
         help="write latency_ms as 0 so reruns give byte-identical files")] = False,
+    nli_model: NliModelOpt = None,
+    tau: TauOpt = None,
 ) -> None:
     """Evaluate every turn; write one verdict per turn (JSONL), in input order."""
     if pc_state not in {"after", "before"} or wnf_state not in {"either", "before"}:
@@ -127,9 +147,9 @@ def evaluate(
                   "either|before")
         raise typer.Exit(2)
     _, tf = _guard(lambda: _load(spec, turns, skip_invalid))
-    ev = _guard(lambda: Evaluator(load_spec(spec), config, options={"pc_state": pc_state,
-                                                          "wnf_state": wnf_state},
-                                  batch_size=batch_size))
+    ev = _guard(lambda: Evaluator(
+        load_spec(spec), config, batch_size=batch_size,
+        options=_stage_options(nli_model, tau, pc_state=pc_state, wnf_state=wnf_state)))
     _note_missing(ev)
     if out_path.exists() and out_path.stat().st_size > 0 and not (resume or overwrite):
         err.print(f"[bold red]error:[/] {out_path} exists; pass --resume to continue it or "
@@ -217,12 +237,14 @@ def demo(
     config: ConfigOpt = "core",
     out_path: Annotated[Path | None, typer.Option("--out", help="also write the verdicts")
                         ] = None,
+    nli_model: NliModelOpt = None,
+    tau: TauOpt = None,
 ) -> None:
     """Evaluate the embedded demo dialogues and show each failure with evidence and repair."""
     spec_p, turns_p = demo_data.spec_path(), demo_data.turns_path()
     bundle = _guard(lambda: load_spec(spec_p))
     tf = _guard(lambda: load_turns(turns_p, bundle))
-    ev = _guard(lambda: Evaluator(bundle, config))
+    ev = _guard(lambda: Evaluator(bundle, config, options=_stage_options(nli_model, tau)))
     _note_missing(ev)
     vs = list(ev.evaluate(tf.records))
     if out_path is not None:
@@ -294,6 +316,8 @@ def bench(
     no_acts: Annotated[bool, typer.Option("--no-acts", help="build text-only slices")
                        ] = False,
     batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = 64,
+    nli_model: NliModelOpt = None,
+    tau: TauOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Run configurations over slices (resumable), then write results and the report."""
@@ -318,6 +342,7 @@ def bench(
                 prog.advance(task, before)
                 _guard(lambda n=n, cfg=cfg: run_one(  # type: ignore[misc]
                     infos[n], cfg, out_dir, batch_size=batch_size,
+                    options=_stage_options(nli_model, tau),
                     on_verdict=lambda: prog.advance(task)))
     res = write_results(out_dir, sdir)
     rep = write_report(res, out_dir, sdir)

@@ -33,6 +33,11 @@ class Evaluator:
         self.cascade = cascade or Cascade.from_config(config, options)
         self.config = config if cascade is None else cascade.config
         self.batch_size = max(1, batch_size)
+        for stage in self.cascade.stages:
+            # stages that load lazily do it now, so per-turn latency is warm latency
+            warmup = getattr(stage, "warmup", None)
+            if callable(warmup):
+                warmup()
 
     @property
     def missing_stages(self) -> dict[str, str]:

@@ -10,6 +10,8 @@ without touching the compiler.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -67,9 +69,12 @@ def build_stage(name: str, options: dict[str, Any] | None = None) -> Stage:
 
 
 def _load_builtin() -> None:
-    # importing the modules registers their factories
-    import sage_tod.verifiers.symbolic  # noqa: F401
-    try:
-        import sage_tod.verifiers.nli  # noqa: F401
-    except ImportError:
-        pass
+    """Import the stage modules so their factories register.
+
+    S2 and S3 live in optional modules: a missing optional dependency only
+    makes that stage unavailable, it never breaks S1.
+    """
+    importlib.import_module("sage_tod.verifiers.symbolic")
+    for module in ("sage_tod.verifiers.nli", "sage_tod.verifiers.llm"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)

@@ -8,17 +8,21 @@ Every decision has margin 1.0; it costs nothing and takes microseconds.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from sage_tod.compiler import TurnContext
 from sage_tod.criteria import Criterion, Decision, FailureClass, Outcome, Span
 from sage_tod.cues import slot_cues
-from sage_tod.normalize import basic_tokens, is_dontcare
+from sage_tod.normalize import basic_tokens, fold, is_dontcare
 from sage_tod.textmatch import find_dontcare, find_value
 from sage_tod.verifiers.base import Item, register_stage
 
 PcState = Literal["after", "before"]
+_REJECTION = re.compile(
+    r"^\W*(no|nope|nah|not really|not that)\b|\b(something else|another one|a different one|"
+    r"other options?|don'?t like|not interested|none of (those|them))\b")
 WnfState = Literal["either", "before"]
 
 
@@ -105,7 +109,12 @@ def find_support(ctx: TurnContext, slot: str, value: str) -> Span | None:
     if is_dontcare(value):
         return _dontcare_support(ctx, slot)
     spec = ctx.spec.slot(slot, ctx.workflow)
+    hist = ctx.turn.history or ()
     for source, index, text in _history_sources(ctx):
+        if source == "history.agent" and index is not None:
+            reply = hist[index + 1].user if index + 1 < len(hist) else ctx.turn.user
+            if _REJECTION.search(fold(reply)):
+                continue  # an offer the user turned down supports nothing
         hit = find_value(text, value, spec)
         if hit is not None:
             return Span(source=source, index=index, start=hit.start, end=hit.end,

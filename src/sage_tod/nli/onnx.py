@@ -1,0 +1,140 @@
+"""ONNX export (and optional int8 quantisation) of an NLI model, once per model hash.
+
+The export needs torch and the `onnx` package; running the exported graph
+needs only onnxruntime. Exports live under the sage-tod cache keyed by the
+model's content hash, so shared read-only model directories stay untouched and
+a changed model is re-exported, never silently reused.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+from sage_tod.nli.resolve import data_home
+
+
+class ExportError(RuntimeError):
+    """The graph cannot be exported here (missing torch/onnx, unsupported model)."""
+
+
+def onnx_dir(model_key: str) -> Path:
+    return data_home() / "onnx" / model_key
+
+
+def onnx_path_for(model: str, model_key: str, *, int8: bool = False) -> Path:
+    """A ready-to-load graph: a shipped `model.onnx`, a cached export, or a new export."""
+    shipped = Path(model) / ("model-int8.onnx" if int8 else "model.onnx")
+    if shipped.is_file():
+        return shipped
+    fp32 = onnx_dir(model_key) / "model.onnx"
+    if not fp32.is_file():
+        export_onnx(model, fp32)
+    if not int8:
+        return fp32
+    q = onnx_dir(model_key) / "model-int8.onnx"
+    if not q.is_file():
+        quantize_int8(fp32, q)
+    return q
+
+
+def export_onnx(model: str, out: Path, opset: int = 17) -> Path:
+    """Trace the classifier with dynamic batch and sequence axes; write atomically."""
+    try:
+        import onnx  # noqa: F401  (the exporter needs it; fail with a clear message)
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    except ImportError as exc:
+        raise ExportError(f"exporting to ONNX needs torch, transformers and onnx ({exc}); "
+                          "pip install onnx, or use --nli-backend torch") from exc
+    from sage_tod.nli.backend import quiet_transformers
+
+    quiet_transformers()
+    net = AutoModelForSequenceClassification.from_pretrained(model).eval()
+    tok = AutoTokenizer.from_pretrained(model)
+    enc = tok(["A man is eating."], ["Someone eats."], return_tensors="pt",
+              return_token_type_ids=True)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    use_types = int(getattr(net.config, "type_vocab_size", 0) or 0) > 1
+    if not use_types:
+        names = names[:2]
+    args = tuple(enc[n] for n in names)
+    axes = {n: {0: "batch", 1: "seq"} for n in names}
+    axes["logits"] = {0: "batch"}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".onnx", dir=out.parent)
+    os.close(fd)
+    try:
+        with warnings.catch_warnings(), torch.inference_mode():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(net, args, tmp, input_names=names, output_names=["logits"],
+                              dynamic_axes=axes, opset_version=opset, dynamo=False)
+        os.replace(tmp, out)
+    except Exception as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise ExportError(f"ONNX export of {model} failed: {exc}") from exc
+    return out
+
+
+def quantize_int8(fp32: Path, out: Path) -> Path:
+    """Dynamic int8 weights (onnxruntime.quantization); activations stay float."""
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise ExportError(f"int8 quantisation needs onnxruntime and onnx ({exc})") from exc
+    fd, tmp = tempfile.mkstemp(suffix=".onnx", dir=out.parent)
+    os.close(fd)
+    try:
+        quantize_dynamic(str(fp32), tmp, weight_type=QuantType.QInt8)
+        os.replace(tmp, out)
+    except Exception as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise ExportError(f"int8 quantisation failed: {exc}") from exc
+    return out
+
+
+def export_encoder_onnx(model: str, out: Path, opset: int = 17) -> Path:
+    """The sentence encoder's transformer (token states); pooling is done in numpy."""
+    try:
+        import onnx  # noqa: F401
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+    except ImportError as exc:
+        raise ExportError(f"exporting the encoder needs torch, transformers and onnx ({exc})"
+                          ) from exc
+    from sage_tod.nli.backend import quiet_transformers
+
+    quiet_transformers()
+    net = AutoModel.from_pretrained(model).eval()
+    tok = AutoTokenizer.from_pretrained(model)
+    enc = tok(["a cheap place in the centre"], return_tensors="pt", return_token_type_ids=True)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    axes = {n: {0: "batch", 1: "seq"} for n in names}
+    axes["last_hidden_state"] = {0: "batch", 1: "seq"}
+
+    class _States(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".onnx", dir=out.parent)
+    os.close(fd)
+    try:
+        with warnings.catch_warnings(), torch.inference_mode():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(_States(net), tuple(enc[n] for n in names), tmp,
+                              input_names=names, output_names=["last_hidden_state"],
+                              dynamic_axes=axes, opset_version=opset, dynamo=False)
+        os.replace(tmp, out)
+    except Exception as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise ExportError(f"ONNX export of encoder {model} failed: {exc}") from exc
+    return out

@@ -1,0 +1,67 @@
+"""Process-wide S2 resources: one backend, one scorer and one encoder per setting.
+
+Evaluators, `calibrate` sweeps and benchmarks all build S2 stages; sharing
+these here means the model is loaded once per process and the in-memory score
+cache is shared by every stage that uses the same model and backend.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from sage_tod.nli.backend import DEFAULT_BATCH, BackendError, load_backend
+from sage_tod.nli.cache import ScoreCache, default_cache_path
+from sage_tod.nli.paraphrase import ParaphraseEncoder
+from sage_tod.nli.resolve import resolve_model
+from sage_tod.nli.scorer import NLIScorer
+
+ENV_CACHE = "SAGE_TOD_NLI_CACHE"
+_OFF = {"", "none", "off", "memory", ":memory:", "0", "false"}
+_SCORERS: dict[tuple[str, str, str, int, int], NLIScorer] = {}
+_PARA: ParaphraseEncoder | None = None
+_LOCK = threading.Lock()
+
+
+def cache_location(cache_path: str | Path | None) -> Path | None:
+    """None -> $SAGE_TOD_NLI_CACHE -> the default file; 'off'/'none'/'' -> memory only."""
+    if cache_path is None:
+        cache_path = os.environ.get(ENV_CACHE)
+        if cache_path is None:
+            return default_cache_path()
+    if str(cache_path).strip().lower() in _OFF:
+        return None
+    return Path(cache_path).expanduser()
+
+
+def get_scorer(model: str | None = None, backend: str = "auto",
+               cache_path: str | Path | None = None, threads: int | str | None = None,
+               batch_size: int = DEFAULT_BATCH) -> tuple[NLIScorer | None, str | None]:
+    """(scorer, None), or (None, why) when no model can be resolved or loaded."""
+    res = resolve_model(model)
+    if res.model is None:
+        return None, res.missing_message()
+    n = int(threads) if threads not in (None, "") else None
+    try:
+        be = load_backend(res.model, backend, threads=n)
+    except (BackendError, ImportError, OSError, RuntimeError, ValueError) as exc:
+        return None, f"NLI model {res.model} could not be loaded ({type(exc).__name__}: {exc})"
+    loc = cache_location(cache_path)
+    key = (be.model_key, be.name, str(loc), getattr(be, "threads", 0), batch_size)
+    with _LOCK:
+        sc = _SCORERS.get(key)
+        if sc is None:
+            cache = ScoreCache(f"{be.model_key}:{be.name}", loc)
+            sc = NLIScorer(be, cache, batch_size)
+            _SCORERS[key] = sc
+    return sc, None
+
+
+def get_paraphrase() -> ParaphraseEncoder:
+    """The shared encoder; it loads its weights only when first asked to embed."""
+    global _PARA
+    with _LOCK:
+        if _PARA is None:
+            _PARA = ParaphraseEncoder()
+        return _PARA

@@ -1,0 +1,342 @@
+"""S2: encoder/NLI grounding with a confidence gate.
+
+S2 takes the criteria the compiler marked `nlu` (every UV value, non-exact
+IUV extractions, implied confirmations), states each as an NLI claim, and
+decides only when the margin m = p(ent) - p(contra) is clear: |m| >= tau
+(default 0.20, Appendix J), abstaining otherwise. |m| is the decision's
+confidence. For UV it also asks the paraphrase encoder whether a value the
+diff introduces is a paraphrase of something the user said; encoder support
+and a clear NLI contradiction disagreeing is an abstention, not a coin toss.
+
+A missing model is not a crash and not a guess: the stage is built, abstains
+on everything with the reason, and says once where it looked for a model.
+Model errors abstain with the error as the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sage_tod.compiler import TurnContext
+from sage_tod.criteria import Criterion, Decision, FailureClass, Outcome, Span, SpanSource
+from sage_tod.verifiers.base import Item, StageUnavailable, register_stage
+
+log = logging.getLogger("sage_tod.nli")
+
+DEFAULT_TAU = 0.20
+EXTRACTION_FLOOR = 0.5
+IUV_TEMPLATE = "wants_desc"
+_WARNED: set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    """One message per process, however many evaluators build S2."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        log.warning("%s", message)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Which pairs an item needs (indices into the batch's pair list)."""
+
+    pairs: tuple[int, ...]
+
+
+class NLIVerifier:
+    """S2. Built by the `S2` factory from options; `scorer=None` means no model."""
+
+    name = "S2"
+
+    def __init__(self, scorer: Any | None, *, tau: float = DEFAULT_TAU,
+                 template: str | None = None, window: str | None = None,
+                 paraphrase: Any | None = None, unavailable: str | None = None,
+                 pc_state: str = "after") -> None:
+        from sage_tod.nli.claims import DEFAULT_TEMPLATE, DEFAULT_WINDOW, TEMPLATES, WINDOWS
+
+        if not 0.0 <= tau <= 1.0:
+            raise ValueError(f"tau must be in [0, 1], got {tau}")
+        self.scorer = scorer
+        self.tau = float(tau)
+        self.template = template or DEFAULT_TEMPLATE
+        self.window = window or DEFAULT_WINDOW
+        if self.template not in TEMPLATES:
+            raise ValueError(f"unknown claim template {self.template!r}")
+        if self.window not in WINDOWS:
+            raise ValueError(f"unknown premise window {self.window!r}")
+        self.paraphrase = paraphrase
+        self.unavailable = unavailable
+        self.pc_state = pc_state
+
+    def warmup(self) -> None:
+        """Load what loads lazily (paraphrase weights, ONNX session) before timing starts."""
+        if self.paraphrase is not None:
+            self.paraphrase.embed(["warm up"])
+        if self.scorer is not None:
+            self.scorer.backend.score([("warm up", "warm up")])
+
+    def accepts(self, criterion: Criterion) -> bool:
+        return criterion.nlu and criterion.failure_class in (
+            FailureClass.UV, FailureClass.IUV, FailureClass.PC)
+
+    # -- batching -------------------------------------------------------------------------
+
+    def decide(self, items: Sequence[Item]) -> list[Decision]:
+        if self.scorer is None:
+            # the full story (where S2 looked, how to get a model) is logged once;
+            # each criterion carries the short form
+            why = (self.unavailable or "no NLI model").split(". Get one:")[0]
+            return [Decision.abstain(f"S2 unavailable: {why} (`sage-tod models which`)")
+                    for _ in items]
+        from sage_tod.nli.claims import iuv_pairs, pc_pair, uv_pair
+
+        count = self.scorer.backend.tokenizer.count
+        pairs: list[tuple[str, str]] = []
+        plans: list[_Plan | Decision] = []
+        for it in items:
+            c, ctx = it.criterion, it.ctx
+            a = c.args
+            if c.failure_class is FailureClass.UV:
+                new = [uv_pair(ctx, a["slot"], a["value"], template=self.template,
+                               window_name=self.window, count=count)]
+            elif c.failure_class is FailureClass.IUV:
+                if float(a.get("confidence", 1.0)) < EXTRACTION_FLOOR:
+                    plans.append(Decision.abstain(
+                        f"extraction confidence {a.get('confidence')} is below the floor "
+                        f"{EXTRACTION_FLOOR}"))
+                    continue
+                new = iuv_pairs(ctx, list(a["candidates"]), a["value"], template=IUV_TEMPLATE)
+            else:
+                held = self._pc_holds(ctx)
+                if held is not None:
+                    plans.append(held)
+                    continue
+                new = [pc_pair(ctx)]
+            plans.append(_Plan(tuple(range(len(pairs), len(pairs) + len(new)))))
+            pairs.extend(new)
+        try:
+            probs = self.scorer.score(pairs)  # one batched model call for the whole chunk
+        except Exception as exc:  # a verifier never guesses: errors abstain with the reason
+            return [Decision.abstain(f"S2 model error: {type(exc).__name__}: {exc}")
+                    for _ in items]
+        self._prefetch_paraphrase(items, plans, probs)
+        out: list[Decision] = []
+        for it, plan in zip(items, plans, strict=True):
+            if isinstance(plan, Decision):
+                out.append(plan)
+                continue
+            got = [(pairs[i], probs[i]) for i in plan.pairs]
+            c = it.criterion
+            try:
+                if c.failure_class is FailureClass.UV:
+                    out.append(self._uv(c, it.ctx, got[0]))
+                elif c.failure_class is FailureClass.IUV:
+                    out.append(self._iuv(c, got))
+                else:
+                    out.append(self._pc(got[0]))
+            except Exception as exc:
+                out.append(Decision.abstain(f"S2 error: {type(exc).__name__}: {exc}"))
+        return out
+
+    # -- per class --------------------------------------------------------------------------
+
+    def _needs_paraphrase(self, c: Criterion, ctx: TurnContext, m: float) -> bool:
+        """State-gated: a closed-set value this turn's diff introduces, not already entailed.
+
+        Free-text values are left to S1 (exact and synonym matches) and NLI: the encoder
+        only separates a value from its siblings when the slot has a closed value set.
+        """
+        if self.paraphrase is None or c.failure_class is not FailureClass.UV or m >= self.tau:
+            return False
+        slot, value = c.args["slot"], c.args["value"]
+        spec = ctx.spec.slot(slot, ctx.workflow)
+        if spec is None or not spec.values:
+            return False
+        return any(ch.slot == slot and ch.new == value for ch in ctx.diff)
+
+    def _paraphrase_sources(self, ctx: TurnContext) -> list[tuple[str, int | None]]:
+        """The user utterances of the NLI premise window (u_t by default), with their
+        history position (None for u_t)."""
+        from sage_tod.nli.claims import dialogue, window
+
+        kept = set(window(dialogue(ctx), self.window))
+        hist = ctx.turn.history or ()
+        out: list[tuple[str, int | None]] = [
+            (h.user, i) for i, h in enumerate(hist) if h.user.strip() and h.user.strip() in kept]
+        return [*out, (ctx.turn.user, None)]
+
+    def _paraphrase_texts(self, ctx: TurnContext) -> list[str]:
+        return [t for t, _ in self._paraphrase_sources(ctx)]
+
+    def _prefetch_paraphrase(self, items: Sequence[Item], plans: Sequence[_Plan | Decision],
+                             probs: Sequence[tuple[float, float, float]]) -> None:
+        """Embed every n-gram and value form of the chunk in one encoder call."""
+        if self.paraphrase is None:
+            return
+        from sage_tod.nli.paraphrase import ngrams, value_forms
+
+        texts: list[str] = []
+        for it, plan in zip(items, plans, strict=True):
+            if isinstance(plan, Decision):
+                continue
+            p = probs[plan.pairs[0]]
+            if not self._needs_paraphrase(it.criterion, it.ctx, p[0] - p[2]):
+                continue
+            slot = it.criterion.args["slot"]
+            texts += [g.text for g in ngrams(self._paraphrase_texts(it.ctx))]
+            spec = it.ctx.spec.slot(slot, it.ctx.workflow)
+            texts += value_forms(it.criterion.args["value"], spec)
+        if not texts:
+            return
+        try:
+            self.paraphrase.embed(texts)
+        except Exception as exc:  # the encoder is optional evidence; NLI still decides
+            warn_once(f"S2 paraphrase encoder unavailable ({type(exc).__name__}: {exc}); "
+                      "deciding with NLI alone")
+            self.paraphrase = None
+
+    def _gate(self, m: float) -> bool:
+        return abs(m) >= self.tau
+
+    def _uv(self, c: Criterion, ctx: TurnContext,
+            got: tuple[tuple[str, str], tuple[float, float, float]]) -> Decision:
+        (_premise, hyp), p = got
+        m = p[0] - p[2]
+        value, slot = c.args["value"], c.args["slot"]
+        nli = f"NLI m={m:+.2f} (ent {p[0]:.2f}, contra {p[2]:.2f}) for {hyp!r}"
+        if m >= self.tau:
+            return Decision(Outcome.FALSE, round(m, 6),
+                            f"the premise (window {self.window}) entails the value: {nli}")
+        support = self._paraphrase(c, ctx, m)
+        if support is not None:
+            span, sim, runner = support
+            said = f"{span.text!r} paraphrases {value!r} (cosine {sim:.2f}" + (
+                f", next value {runner:.2f})" if runner is not None else ")")
+            if m <= -self.tau:
+                return Decision.abstain(f"signals disagree: {said}, but {nli}", abs(m))
+            return Decision(Outcome.FALSE, round(max(sim, m), 6),
+                            f"value supported: {said}; {nli}", span)
+        if not self._gate(m):
+            return Decision.abstain(f"margin below tau={self.tau:.2f}: {nli}", abs(m))
+        if m > 0:
+            return Decision(Outcome.FALSE, round(m, 6),
+                            f"the premise (window {self.window}) entails the value: {nli}")
+        return Decision(Outcome.TRUE, round(-m, 6),
+                        f"the dialogue does not support {value!r} for {slot}: {nli}")
+
+    def _paraphrase(self, c: Criterion, ctx: TurnContext, m: float
+                    ) -> tuple[Span, float, float | None] | None:
+        if self.paraphrase is None or not self._needs_paraphrase(c, ctx, m):
+            return None
+        from sage_tod.nli.paraphrase import find_paraphrase
+
+        slot, value = c.args["slot"], c.args["value"]
+        sources = self._paraphrase_sources(ctx)
+        texts = [t for t, _ in sources]
+        try:
+            sup = find_paraphrase(self.paraphrase, texts, value, ctx.spec.slot(slot, ctx.workflow))
+        except Exception as exc:  # the encoder is optional evidence; NLI still decides
+            warn_once(f"S2 paraphrase encoder unavailable ({type(exc).__name__}: {exc}); "
+                      "deciding with NLI alone")
+            self.paraphrase = None
+            return None
+        if sup is None:
+            return None
+        g = sup.gram
+        index = sources[g.utterance][1]
+        source: SpanSource = "user" if index is None else "history.user"
+        return (Span(source=source, index=index, start=g.start, end=g.end, text=g.text),
+                sup.similarity, sup.runner_up)
+
+    def _iuv(self, c: Criterion,
+             got: list[tuple[tuple[str, str], tuple[float, float, float]]]) -> Decision:
+        ms = [(p[0] - p[2], h) for (_, h), p in got]
+        best, hyp = max(ms, key=lambda x: x[0])
+        value = c.args["value"]
+        if best >= self.tau:
+            return Decision(Outcome.TRUE, round(best, 6),
+                            f"u_t entails that the user supplied {value!r} (m={best:+.2f} for "
+                            f"{hyp!r}), and s_t does not record it")
+        if best <= -self.tau:
+            return Decision(Outcome.FALSE, round(-best, 6),
+                            f"u_t contradicts every reading of {value!r} as a slot value "
+                            f"(best m={best:+.2f})")
+        return Decision.abstain(f"margin below tau={self.tau:.2f}: best m={best:+.2f} for "
+                                f"{hyp!r}", abs(best))
+
+    def _pc_holds(self, ctx: TurnContext) -> Decision | None:
+        state = ctx.after if self.pc_state == "after" else ctx.before
+        if ctx.workflow.outcome_holds(state):
+            return Decision(Outcome.FALSE, 1.0, "outcome predicate holds: confirming is allowed")
+        return None
+
+    def _pc(self, got: tuple[tuple[str, str], tuple[float, float, float]]) -> Decision:
+        (_, hyp), p = got
+        m = p[0] - p[2]
+        if m >= self.tau:
+            return Decision(Outcome.TRUE, round(m, 6),
+                            f"a_t entails {hyp!r} (m={m:+.2f}) while the outcome predicate is "
+                            "false")
+        if m <= -self.tau:
+            return Decision(Outcome.FALSE, round(-m, 6),
+                            f"a_t contradicts {hyp!r} (m={m:+.2f}): not a confirmation")
+        return Decision.abstain(f"margin below tau={self.tau:.2f}: m={m:+.2f} for {hyp!r}",
+                                abs(m))
+
+
+def _opt(options: dict[str, Any], key: str, env: str | None = None) -> Any:
+    v = options.get(key)
+    if v is None and env is not None:
+        v = os.environ.get(env)
+    return v
+
+
+def _check_packages() -> None:
+    missing = []
+    for mod in ("numpy", "tokenizers"):
+        try:
+            __import__(mod)
+        except ImportError:
+            missing.append(mod)
+    have_runtime = False
+    for mod in ("onnxruntime", "torch"):
+        try:
+            __import__(mod)
+            have_runtime = True
+            break
+        except ImportError:
+            continue
+    if missing or not have_runtime:
+        need = ", ".join(missing + ([] if have_runtime else ["onnxruntime or torch"]))
+        raise StageUnavailable(f"S2 needs {need}: pip install 'sage-tod[nli]'")
+
+
+@register_stage("S2")
+def _factory(options: dict[str, Any]) -> NLIVerifier:
+    """Options: nli_model, tau, cache_path, backend, threads, template, window,
+    paraphrase (bool), nli_batch_size, pc_state. Unknown keys are ignored."""
+    _check_packages()
+    from sage_tod.nli.runtime import get_scorer
+
+    raw_tau = _opt(options, "tau", "SAGE_TOD_NLI_TAU")
+    tau = DEFAULT_TAU if raw_tau in (None, "") else float(raw_tau)
+    common: dict[str, Any] = {
+        "tau": tau, "template": _opt(options, "template"), "window": _opt(options, "window"),
+        "pc_state": options.get("pc_state", "after")}
+    scorer, why = get_scorer(
+        model=_opt(options, "nli_model"), backend=_opt(options, "backend", "SAGE_TOD_NLI_BACKEND")
+        or "auto", cache_path=options.get("cache_path"), threads=_opt(options, "threads"),
+        batch_size=int(_opt(options, "nli_batch_size") or 32))
+    if scorer is None:
+        warn_once(why or "S2 has no NLI model")
+        return NLIVerifier(None, unavailable=why, **common)
+    para = None
+    if str(options.get("paraphrase", "1")).lower() not in ("0", "false", "no", "off"):
+        from sage_tod.nli.runtime import get_paraphrase
+
+        para = get_paraphrase()
+    return NLIVerifier(scorer, paraphrase=para, **common)
