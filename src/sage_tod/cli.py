@@ -107,7 +107,7 @@ NliModelOpt = Annotated[str | None, typer.Option(
     "--nli-model", help="S2 NLI model: a local directory or a hub id (default: "
                         "$SAGE_TOD_NLI_MODEL, then the shared MiniLM SNLI model)")]
 TauOpt = Annotated[float | None, typer.Option(
-    "--tau", help="S2 gate: decide when |p(ent) - p(contra)| >= tau (default 0.20)")]
+    "--tau", help="S2 gate: decide when |p(ent) - p(contra)| >= tau (default 0.15)")]
 
 
 def _stage_options(nli_model: str | None, tau: float | None, **more: Any) -> dict[str, Any]:

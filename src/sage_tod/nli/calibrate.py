@@ -61,5 +61,5 @@ def sweep(spec: str | Path, turns: str | Path, *, taus: Sequence[float] = TAUS,
 
 
 def best(rows: Sequence[CalRow], default: float = 0.20) -> CalRow:
-    """Highest F1; ties go to the threshold closest to the paper's default."""
+    """Highest F1; ties go to the threshold closest to the paper's 0.20 (the most conservative)."""
     return max(rows, key=lambda r: (round(r.f1, 9), -abs(r.tau - default)))
