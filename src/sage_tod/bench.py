@@ -63,10 +63,23 @@ def slice_infos(slices_dir: Path) -> dict[str, SliceInfo]:
             for name, m in data.get("slices", {}).items()}
 
 
-def ensure_slices(slices_dir: Path, names: Sequence[str], *, acts: bool = True
+def ensure_slices(slices_dir: Path, names: Sequence[str], *, acts: bool | None = None
                   ) -> dict[str, SliceInfo]:
-    """Slices that exist, building the missing ones from the data directory."""
+    """Slices that exist, building the missing ones from the data directory.
+
+    A directory keeps the acts setting it was built with (`--no-acts` or not);
+    asking for the other one is an error rather than a silent mix.
+    """
     have = slice_infos(slices_dir)
+    manifest = slices_dir / "manifest.json"
+    built_acts: bool | None = None
+    if manifest.exists():
+        built_acts = bool(json.loads(manifest.read_text(encoding="utf-8")).get("acts", True))
+        if acts is not None and acts != built_acts:
+            how = "with" if built_acts else "without"
+            other = "--no-acts" if built_acts else "--acts"
+            raise InputError(manifest, f"slices here were built {how} dataset acts; use "
+                             f"another --slices-dir for {other}")
     missing = [n for n in names if n not in have]
     if missing:
         from sage_tod.slices import BuildConfig, build
@@ -74,8 +87,10 @@ def ensure_slices(slices_dir: Path, names: Sequence[str], *, acts: bool = True
         def base(n: str) -> str:
             return "sgd-x" if n in SGDX_VARIANTS else n
 
+        use_acts = built_acts if built_acts is not None else (True if acts is None else acts)
         # build() writes one manifest, so rebuild what is there too (seeded: same files)
-        build(slices_dir, sorted({base(n) for n in [*have, *names]}), BuildConfig(acts=acts))
+        build(slices_dir, sorted({base(n) for n in [*have, *names]}),
+              BuildConfig(acts=use_acts))
         have = slice_infos(slices_dir)
     unknown = [n for n in names if n not in have]
     if unknown:

@@ -313,8 +313,9 @@ def bench(
         "bench-out"),
     slices_dir: Annotated[Path | None, typer.Option(help="built slices (default OUT/slices; "
                                                          "built when missing)")] = None,
-    no_acts: Annotated[bool, typer.Option("--no-acts", help="build text-only slices")
-                       ] = False,
+    no_acts: Annotated[bool | None, typer.Option(
+        "--no-acts/--acts", help="build text-only slices (default: as the slices directory "
+                                 "was built, else with acts)")] = None,
     batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = 64,
     nli_model: NliModelOpt = None,
     tau: TauOpt = None,
@@ -329,7 +330,8 @@ def bench(
     sdir = slices_dir or out_dir / "slices"
     names = expand_slices(slices.split(","))
     cfgs = [c.strip() for c in configs.split(",") if c.strip()]
-    infos = _guard(lambda: ensure_slices(sdir, names, acts=not no_acts))
+    infos = _guard(lambda: ensure_slices(sdir, names,
+                                         acts=None if no_acts is None else not no_acts))
     total = sum(sum(1 for line in infos[n].turns.open() if line.strip()) for n in names)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   _RateColumn(), TimeRemainingColumn(), console=err,
