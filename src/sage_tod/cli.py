@@ -26,6 +26,7 @@ from sage_tod.cascade import CONFIG_HELP, CONFIGS, UnknownConfig
 from sage_tod.datasets.cli import slices_app, specs_export
 from sage_tod.errors import InputError
 from sage_tod.evaluator import Evaluator
+from sage_tod.llm.cli import llm_app
 from sage_tod.nli.cli import calibrate as nli_calibrate
 from sage_tod.nli.cli import models_app
 from sage_tod.render import explain as render_explain
@@ -43,6 +44,7 @@ app.add_typer(specs_app, name="specs")
 app.add_typer(slices_app, name="slices", help="Build the benchmark slices from the data sets.")
 specs_app.command("export")(specs_export)
 app.add_typer(models_app, name="models", help="NLI models for S2: train, measure, benchmark.")
+app.add_typer(llm_app, name="llm", help="LLM endpoints: local server, ping, baselines, router.")
 app.command("calibrate")(nli_calibrate)
 
 out = Console(width=None if sys.stdout.isatty() else 120)
@@ -101,6 +103,18 @@ def _progress_iter(verdicts: Iterator[Verdict], total: int, quiet: bool) -> Iter
             yield v
 
 
+def _routed(spec: Any, records: list[Any], method: str, options: dict[str, Any]) -> list[Any]:
+    """Replace each turn's workflow by the router's choice (the oracle field is not read)."""
+    from sage_tod.router import route as route_turns
+    from sage_tod.turns import TurnRecord
+
+    if method not in {"mpnet", "llm"}:
+        raise InputError("--route", f"unknown router {method!r}; use oracle, mpnet or llm")
+    ids = route_turns(spec, [r.turn for r in records], method, client_config=options)
+    return [TurnRecord(r.turn.model_copy(update={"workflow": w}), r.gold, r.meta, r.line)
+            for r, w in zip(records, ids, strict=True)]
+
+
 ConfigOpt = Annotated[str, typer.Option("--config", "-c",
                                         help="core | llm | no_s1 | no_s2 | no_s3 | s1")]
 NliModelOpt = Annotated[str | None, typer.Option(
@@ -140,6 +154,10 @@ def evaluate(
         help="write latency_ms as 0 so reruns give byte-identical files")] = False,
     nli_model: NliModelOpt = None,
     tau: TauOpt = None,
+    route: Annotated[str, typer.Option(
+        help="workflow of each turn: oracle (the turn's `workflow` field) | mpnet "
+             "(bi-encoder over workflow descriptions) | llm (LLM picks among the MPNet "
+             "top 8)")] = "oracle",
 ) -> None:
     """Evaluate every turn; write one verdict per turn (JSONL), in input order."""
     if pc_state not in {"after", "before"} or wnf_state not in {"either", "before"}:
@@ -157,6 +175,8 @@ def evaluate(
         raise typer.Exit(2)
     done = prepare_resume(out_path) if resume else set()
     todo = [r for r in tf.records if r.turn.key not in done]
+    if route != "oracle":
+        todo = _guard(lambda: _routed(ev.spec, todo, route, _stage_options(nli_model, tau)))
     if done:
         err.print(f"resuming: {len(tf.records) - len(todo)} turn(s) already in {out_path}")
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -344,7 +364,7 @@ def bench(
                 prog.advance(task, before)
                 _guard(lambda n=n, cfg=cfg: run_one(  # type: ignore[misc]
                     infos[n], cfg, out_dir, batch_size=batch_size,
-                    options=_stage_options(nli_model, tau),
+                    options=_stage_options(nli_model, tau), baseline=_baseline_runner(),
                     on_verdict=lambda: prog.advance(task)))
     res = write_results(out_dir, sdir)
     rep = write_report(res, out_dir, sdir)
@@ -353,6 +373,25 @@ def bench(
                   highlight=False)
     err.print(f"verdicts in {out_dir / 'runs'}, results {out_dir / 'results.json'}, "
               f"report {rep}")
+
+
+def _baseline_runner() -> Any:
+    """LLM-judge baselines on the endpoint configured by SAGE_TOD_LLM_* (docs/llm.md)."""
+    from sage_tod.baselines import BASELINES, run_baseline
+    from sage_tod.llm.config import LLMNotConfigured, config_from_options
+
+    def run(name: str, spec: Any, records: Any) -> Any:
+        if name not in BASELINES:
+            raise InputError("--configs", f"unknown configuration {name!r}; SAGE configs: "
+                             f"{', '.join(CONFIGS)}; baselines: {', '.join(BASELINES)}")
+        try:
+            cfg = config_from_options({})
+        except LLMNotConfigured as exc:
+            raise InputError("--configs", f"baseline {name} needs an LLM endpoint: {exc}"
+                             ) from None
+        return run_baseline(name, spec, records, cfg)
+
+    return run
 
 
 def _count_lines(path: Path) -> int:

@@ -3,10 +3,11 @@
 S2 takes the criteria the compiler marked `nlu` (every UV value, non-exact
 IUV extractions, implied confirmations), states each as an NLI claim, and
 decides only when the margin m = p(ent) - p(contra) is clear: |m| >= tau
-(default 0.15, chosen on the dev split as Appendix J does), abstaining otherwise. |m| is the decision's
-confidence. For UV it also asks the paraphrase encoder whether a value the
-diff introduces is a paraphrase of something the user said; encoder support
-and a clear NLI contradiction disagreeing is an abstention, not a coin toss.
+(default 0.15, chosen on the dev split as Appendix J does), abstaining
+otherwise. |m| is the decision's confidence. For UV it also asks the
+paraphrase encoder whether a value the diff introduces is a paraphrase of
+something the user said; encoder support and a clear NLI contradiction
+disagreeing is an abstention, not a coin toss.
 
 A missing model is not a crash and not a guess: the stage is built, abstains
 on everything with the reason, and says once where it looked for a model.
