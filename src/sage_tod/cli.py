@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -23,6 +22,7 @@ from rich.text import Text
 
 from sage_tod import demo as demo_data
 from sage_tod.cascade import CONFIG_HELP, CONFIGS, UnknownConfig
+from sage_tod.console import err, out
 from sage_tod.datasets.cli import slices_app, specs_export
 from sage_tod.errors import InputError
 from sage_tod.evaluator import Evaluator
@@ -47,8 +47,6 @@ app.add_typer(models_app, name="models", help="NLI models for S2: train, measure
 app.add_typer(llm_app, name="llm", help="LLM endpoints: local server, ping, baselines, router.")
 app.command("calibrate")(nli_calibrate)
 
-out = Console(width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True, soft_wrap=True)
 T = TypeVar("T")
 
 

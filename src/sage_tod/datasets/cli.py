@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from sage_tod.console import err, out
 from sage_tod.datasets import abcd, multiwoz, sgd
 from sage_tod.datasets.common import SpecDoc
 from sage_tod.datasets.paths import data_root
@@ -24,8 +24,6 @@ from sage_tod.spec import parse_spec
 
 slices_app = typer.Typer(no_args_is_help=True, add_completion=False,
                          help="Benchmark slices (MW-mixed, UV-rich, SGD, SGD-X, dev, ABCD-UV).")
-out = Console()
-err = Console(stderr=True)
 DATASETS = ("multiwoz", "sgd", "abcd")
 
 

@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from sage_tod.console import err, out
 from sage_tod.llm.config import LLMNotConfigured, config_from_options
 
 llm_app = typer.Typer(no_args_is_help=True, add_completion=False,
                       help="LLM endpoints (S3, LLM-judge baselines, router); docs/llm.md.")
-out = Console(width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True)
 
 OptionsArg = Annotated[list[str] | None, typer.Option(
     "--option", "-o", help="KEY=VALUE LLM/baseline option (e.g. llm_model=gpt-4.1); "
