@@ -8,7 +8,7 @@ accident: scoring joins verdicts to gold by (dialogue_id, turn_id).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -255,6 +255,22 @@ def load_turns(path: str | Path, spec: SpecBundle, *, skip_invalid: bool = False
         raise InputError(path, "file is empty: no turns")
     out.records = with_history(out.records)
     return out
+
+
+def transcript_lines(history: Sequence[HistoryEntry], last: int | None = None) -> list[str]:
+    """"User: ..." / "Agent: ..." lines of the last `last` exchanges (all when None).
+
+    One rendering of a dialogue for every prompt and encoder that reads one
+    (S3, the LLM judges, the router), so they all see the same text.
+    """
+    shown = list(history) if last is None else (list(history)[-last:] if last > 0 else [])
+    lines: list[str] = []
+    for h in shown:
+        if h.user:
+            lines.append(f"User: {h.user}")
+        if h.agent:
+            lines.append(f"Agent: {h.agent}")
+    return lines
 
 
 def with_history(records: list[TurnRecord]) -> list[TurnRecord]:

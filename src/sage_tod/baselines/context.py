@@ -15,6 +15,7 @@ from typing import Literal
 from sage_tod.compiler import TurnContext
 from sage_tod.prompts import load_prompt
 from sage_tod.spec import Workflow
+from sage_tod.turns import transcript_lines
 
 Mode = Literal["tr", "st"]
 DEFAULT_HISTORY = 6
@@ -23,16 +24,10 @@ DEFAULT_HISTORY = 6
 def history_text(ctx: TurnContext, max_exchanges: int = DEFAULT_HISTORY) -> str:
     """The last `max_exchanges` exchanges before the turn (older ones are counted, not shown:
     long SGD dialogues would otherwise dominate cost and a small local model's context)."""
-    hist = list(ctx.turn.history or ())
-    shown = hist[-max_exchanges:] if max_exchanges > 0 else []
-    lines: list[str] = []
-    if len(hist) > len(shown):
-        lines.append(f"({len(hist) - len(shown)} earlier exchange(s) not shown)")
-    for h in shown:
-        if h.user:
-            lines.append(f"User: {h.user}")
-        if h.agent:
-            lines.append(f"Agent: {h.agent}")
+    hist = ctx.turn.history or ()
+    hidden = len(hist) - min(len(hist), max(max_exchanges, 0))
+    lines = [f"({hidden} earlier exchange(s) not shown)"] if hidden else []
+    lines += transcript_lines(hist, max_exchanges)
     return "\n".join(lines) if lines else "(this is the first turn)"
 
 

@@ -36,7 +36,7 @@ from sage_tod.router.encoder import (
     resolve_mpnet,
 )
 from sage_tod.spec import SpecBundle, Workflow
-from sage_tod.turns import Turn, TurnRecord
+from sage_tod.turns import Turn, TurnRecord, transcript_lines
 
 RouteMethod = Literal["oracle", "mpnet", "llm"]
 METHODS: tuple[str, ...] = ("oracle", "mpnet", "llm")
@@ -98,15 +98,7 @@ def _turn(t: Turn | TurnRecord) -> Turn:
 def prefix_text(turn: Turn, exchanges: int | None = PREFIX_EXCHANGES) -> str:
     """The dialogue prefix up to and including u_t (the agent's a_t is not yet known to a
     router that runs before the turn is evaluated, and is left out)."""
-    hist = list(turn.history or ())
-    if exchanges is not None:
-        hist = hist[-exchanges:] if exchanges > 0 else []
-    lines: list[str] = []
-    for h in hist:
-        if h.user:
-            lines.append(f"User: {h.user}")
-        if h.agent:
-            lines.append(f"Agent: {h.agent}")
+    lines = transcript_lines(turn.history or (), exchanges)
     lines.append(f"User: {turn.user}")
     return "\n".join(lines)
 

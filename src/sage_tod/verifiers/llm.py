@@ -33,6 +33,7 @@ from sage_tod.criteria import Criterion, Decision, FailureClass, Outcome, Span
 from sage_tod.llm.client import ChatRequest, ChatResult, LLMClient
 from sage_tod.llm.config import LLMConfig, LLMNotConfigured, config_from_options
 from sage_tod.prompts import load_prompt
+from sage_tod.turns import transcript_lines
 from sage_tod.verifiers.base import Item, StageUnavailable, register_stage
 
 DEFAULT_MARGIN = 0.5
@@ -102,17 +103,6 @@ def _slot_line(ctx: TurnContext, slot: str) -> str:
     return f"{slot} ({desc})" if desc else slot
 
 
-def _recent(ctx: TurnContext, n: int) -> list[str]:
-    hist = list(ctx.turn.history or ())[-n:] if n > 0 else []
-    lines: list[str] = []
-    for h in hist:
-        if h.user:
-            lines.append(f"User: {h.user}")
-        if h.agent:
-            lines.append(f"Agent: {h.agent}")
-    return lines
-
-
 def _may_ask(ctx: TurnContext, slot: str) -> bool:
     """Mirrors S1: optional slots any time; required ones once their prerequisites are
     filled before the turn or by the turn's own state update."""
@@ -128,7 +118,7 @@ def build_prompt(c: Criterion, ctx: TurnContext,
     a = c.args
     if c.failure_class is FailureClass.UV:
         old = a.get("old")
-        recent = _recent(ctx, history_exchanges)
+        recent = transcript_lines(ctx.turn.history or (), history_exchanges)
         lines = [f"Slot: {_slot_line(ctx, a['slot'])}",
                  f"Value the agent's state writes in this turn: {a['value']!r}"
                  + (f" (was {old!r})" if old else ""),
