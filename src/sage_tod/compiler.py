@@ -70,15 +70,20 @@ def _uv(ctx: TurnContext) -> list[Criterion]:
 
 def _holds(ctx: TurnContext, slot: str, readings: tuple[str, ...]) -> bool:
     value = ctx.after.get(slot)
-    return value is not None and any(ctx.workflow.equals(slot, value, r) for r in readings)
+    if value is None:
+        return False
+    spec = ctx.spec.slot(slot, ctx.workflow)
+    if spec is None:
+        return any(ctx.workflow.equals(slot, value, r) for r in readings)
+    return any(spec.normalize(value) == spec.normalize(r) for r in readings)
 
 
 def _iuv(ctx: TurnContext) -> list[Criterion]:
     out = []
     seen: set[tuple[str, ...]] = set()
-    for ex in extract_user_values(ctx.turn, ctx.workflow):
-        # recorded in any candidate slot, or anywhere in the workflow's state: not ignored
-        if any(_holds(ctx, s, ex.readings) for s in ctx.workflow.slots):
+    for ex in extract_user_values(ctx.turn, ctx.workflow, ctx.spec):
+        # recorded in a candidate slot or anywhere in the workflow's state: not ignored
+        if any(_holds(ctx, s, ex.readings) for s in (*ex.candidates, *ctx.workflow.slots)):
             continue
         key = (*ex.candidates, *ex.readings)
         if key in seen:

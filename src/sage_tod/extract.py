@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sage_tod.cues import domain_words, slot_cues
 from sage_tod.normalize import WEEKDAYS, basic, normalize_number, tokens_with_spans
-from sage_tod.spec import SlotSpec, Workflow
+from sage_tod.spec import SlotSpec, SpecBundle, Workflow
 from sage_tod.textmatch import find_times, find_value, is_negated
 from sage_tod.turns import Turn
 
@@ -93,16 +93,23 @@ def _confidence(n_candidates: int, narrowed: bool) -> float:
     return 1.0 / n_candidates
 
 
-def extract_user_values(turn: Turn, wf: Workflow) -> list[Extraction]:
-    """What the user supplied in u_t for slots of `wf`."""
+def extract_user_values(turn: Turn, wf: Workflow, spec: SpecBundle | None = None
+                        ) -> list[Extraction]:
+    """What the user supplied in u_t.
+
+    Declared `user_values` count for any slot of the spec's schema (a turn
+    routed to the wrong intent of a service still must not drop them); the
+    text extractor looks only for slots of `wf`, where it knows the cues.
+    """
     if turn.user_values is not None:
         out = []
         for uv in turn.user_values:
-            if uv.slot not in wf.slots:
+            slot_spec = spec.slot(uv.slot, wf) if spec is not None else wf.slots.get(uv.slot)
+            if slot_spec is None:
                 continue
             start, end = uv.start, uv.end
             if start is None:
-                hit = find_value(turn.user, uv.value, wf.slots[uv.slot])
+                hit = find_value(turn.user, uv.value, slot_spec)
                 start, end = (hit.start, hit.end) if hit else (None, None)
             out.append(Extraction(uv.value, (uv.slot,), start, end, uv.confidence,
                                   "user_values"))
