@@ -33,9 +33,10 @@ def test_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("SAGE_TOD_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(resolve, "hub_reachable", lambda *a, **k: False)
     monkeypatch.setattr(resolve, "shared_model_candidates", lambda: [tmp_path / "shared"])
+    monkeypatch.setattr(resolve, "repo_model_candidates", lambda: [tmp_path / "repo"])
     monkeypatch.delenv(resolve.ENV_MODEL, raising=False)
     res = resolve.resolve_model()
-    assert res.model is None and len(res.tried) == 3
+    assert res.model is None and len(res.tried) == 4
     msg = res.missing_message()
     assert "train-nli" in msg and resolve.ENV_MODEL in msg and str(tmp_path / "shared") in msg
 
@@ -46,6 +47,9 @@ def test_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
     shared = mk(tmp_path / "shared")
     assert resolve.resolve_model().model == str(shared)
+    # the repository's adapted model is preferred over the shared SNLI model
+    repo = mk(tmp_path / "repo")
+    assert resolve.resolve_model().model == str(repo)
     own = mk(resolve.own_model_dir())
     assert resolve.resolve_model().model == str(own)
     env = mk(tmp_path / "env-model")

@@ -74,3 +74,15 @@ def test_find_value_spans_point_at_the_text() -> None:
     a = find_value(text, "centre", area)
     assert a is not None and text[a.start:a.end] == "downtown"
     assert find_value(text, "19:30", SlotSpec(name="t", type="time")) is None
+
+
+def test_free_values_ignore_a_leading_article() -> None:
+    name = SlotSpec(name="name", type="free")
+    assert name.normalize("the Lensfield Hotel") == name.normalize("lensfield hotel")
+    assert name.normalize("the") == "the"
+    hit = find_value("I'd like the Lensfield Hotel", "lensfield hotel", name)
+    assert hit is not None
+    hit2 = find_value("I'd like Lensfield Hotel", "the lensfield hotel", name)
+    assert hit2 is not None
+    area = SlotSpec(name="area", type="categorical", values=("a",))
+    assert area.normalize("the a") != area.normalize("a")  # only free text is folded

@@ -117,7 +117,8 @@ ConfigOpt = Annotated[str, typer.Option("--config", "-c",
                                         help="core | llm | no_s1 | no_s2 | no_s3 | s1")]
 NliModelOpt = Annotated[str | None, typer.Option(
     "--nli-model", help="S2 NLI model: a local directory or a hub id (default: "
-                        "$SAGE_TOD_NLI_MODEL, then the shared MiniLM SNLI model)")]
+                        "$SAGE_TOD_NLI_MODEL, then the repository's SGD-adapted MiniLM, "
+                        "then the shared SNLI MiniLM; docs/nli.md)")]
 TauOpt = Annotated[float | None, typer.Option(
     "--tau", help="S2 gate: decide when |p(ent) - p(contra)| >= tau (default 0.15)")]
 

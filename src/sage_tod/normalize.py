@@ -198,7 +198,15 @@ def normalize_typed(value: str, slot_type: str, table: Mapping[str, str] | None 
     b = basic(value)
     if table:
         return basic(table.get(b, b))
+    if slot_type == "free":
+        return strip_article(b)
     return b
+
+
+def strip_article(text: str) -> str:
+    """"the lensfield hotel" and "lensfield hotel" name the same place."""
+    head, _, rest = text.partition(" ")
+    return rest if head in {"the", "a", "an"} and rest else text
 
 
 def is_unset(value: str | None) -> bool:

@@ -185,6 +185,8 @@ def find_value(text: str, value: str, slot: SlotSpec | None) -> Found | None:
         forms = [basic_tokens(f) for f in slot.surface_forms(value)]
     else:
         forms = [basic_tokens(value)]
+    if stype == "free":  # "the Lensfield Hotel" is stated by "Lensfield Hotel" too
+        forms += [f[1:] for f in forms if len(f) > 1 and f[0] in {"the", "a", "an"}]
     # longest form first so "city centre" wins over "centre"
     for form in sorted(forms, key=len, reverse=True):
         hit = _find_tokens(text, form)

@@ -249,7 +249,10 @@ class TorchBackend(_Base):
         quiet_transformers()
         super().__init__(model, max_length, threads)
         self._torch = torch
-        self.net = AutoModelForSequenceClassification.from_pretrained(model).eval()
+        # always fp32: a model shipped with fp16 weights (to halve its size) would
+        # otherwise load as fp16, which is slow on CPU and scores differently
+        self.net = AutoModelForSequenceClassification.from_pretrained(
+            model, dtype=torch.float32).eval()
         self._use_types = int(_config(model).get("type_vocab_size", 0) or 0) > 1
         self.load_seconds = time.perf_counter() - t0
 

@@ -14,6 +14,18 @@ Templates (`{desc}` = the slot's description, `{value}` = the value):
 - `wants_desc`     "The user wants the {desc} to be {value}."
 - `said_desc`      "The user says the {desc} is {value}."
 
+PC claims (implied confirmations) state that the workflow was completed, against
+`a_t` (window `a_t`) or the user's request and the agent's answer (`u_t+a_t`):
+see `PC_TEMPLATES`.
+
+UV margins: `contra` is the paper's m = p(ent) - p(contra); `rest` is
+p(ent) - p(neutral) - p(contra). A value nobody mentioned is *neutral*, not a
+contradiction, so under `contra` an injected value the turn never talks about
+sits near m = 0 and S2 abstains; `rest` treats "not entailed" as unsupported.
+Which one S2 uses is chosen by measurement (docs/nli.md) and can be shipped
+with a model (`CLAIMS_FILE`), so a model trained for one claim design is run
+with that design.
+
 Windows (what the premise holds, oldest first, newest kept under the budget):
 
 - `u_t`            the current user utterance only
@@ -26,9 +38,12 @@ Windows (what the premise holds, oldest first, newest kept under the budget):
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from sage_tod.compiler import TurnContext
 
@@ -44,7 +59,23 @@ WINDOWS = ("u_t", "prev_agent+u_t", "user_last3", "user_all", "user_all+offers")
 # Chosen on the SGD dev pairs (docs/nli.md, "Choosing the claim").
 DEFAULT_TEMPLATE = "someone_says"
 DEFAULT_WINDOW = "u_t"
-PC_HYPOTHESIS = "The booking is confirmed."
+PC_TEMPLATES: dict[str, str] = {
+    "booking_confirmed": "The booking is confirmed.",
+    "request_done": "The request has been completed.",
+    "something_booked": "Something has been booked.",
+}
+PC_WINDOWS = ("a_t", "u_t+a_t")
+# chosen on SGD-dev agent turns (NOTIFY_SUCCESS vs. confirm/offer/request turns): best AUC
+# and F1 at tau for the SNLI model (docs/results-nli.md)
+DEFAULT_PC_TEMPLATE = "something_booked"
+DEFAULT_PC_WINDOW = "a_t"
+UV_MARGINS = ("contra", "rest")
+DEFAULT_UV_MARGIN = "contra"
+# a model directory may ship the claim design it was trained for (template, window,
+# uv_margin, tau): S2 uses it unless an option or env variable says otherwise
+CLAIMS_FILE = "sage_tod_claims.json"
+CLAIM_KEYS = ("template", "window", "uv_margin", "tau", "pc_template", "pc_window")
+_DONTCARE = {"dontcare", "dont care", "don't care", "do n't care", "any", "none"}
 PREMISE_BUDGET = 96  # tokens for the premise; the rest of max_length is the hypothesis
 
 _ACCEPT = re.compile(
@@ -74,7 +105,47 @@ def render_value(value: str) -> str:
         return "yes"
     if low in ("false", "no"):
         return "no"
+    if low in _DONTCARE:
+        # the annotation token is not English: no NLI model can entail "dontcare"
+        return "it does not matter"
     return v
+
+
+def uv_margin(p: tuple[float, float, float], kind: str = DEFAULT_UV_MARGIN) -> float:
+    """The UV gate statistic from (p_ent, p_neu, p_contra); see the module docstring."""
+    if kind == "contra":
+        return p[0] - p[2]
+    if kind == "rest":
+        return p[0] - p[1] - p[2]
+    raise ValueError(f"unknown UV margin {kind!r}; choose one of {', '.join(UV_MARGINS)}")
+
+
+def model_claims(model: str | None) -> dict[str, Any]:
+    """The claim design a model directory declares in `CLAIMS_FILE` ({} when none).
+
+    A malformed file is an error, not a silent fallback: running an adapted
+    model with another claim design than it was trained on quietly degrades it.
+    """
+    if not model:
+        return {}
+    p = Path(model) / CLAIMS_FILE
+    if not p.is_file():
+        return {}
+    data = json.loads(p.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: expected a JSON object")
+    out = {k: data[k] for k in CLAIM_KEYS if data.get(k) is not None}
+    if "template" in out and out["template"] not in TEMPLATES:
+        raise ValueError(f"{p}: unknown template {out['template']!r}")
+    if "window" in out and out["window"] not in WINDOWS:
+        raise ValueError(f"{p}: unknown window {out['window']!r}")
+    if "uv_margin" in out and out["uv_margin"] not in UV_MARGINS:
+        raise ValueError(f"{p}: unknown uv_margin {out['uv_margin']!r}")
+    if "pc_template" in out and out["pc_template"] not in PC_TEMPLATES:
+        raise ValueError(f"{p}: unknown pc_template {out['pc_template']!r}")
+    if "pc_window" in out and out["pc_window"] not in PC_WINDOWS:
+        raise ValueError(f"{p}: unknown pc_window {out['pc_window']!r}")
+    return out
 
 
 def hypothesis(template: str, desc: str, value: str) -> str:
@@ -149,5 +220,14 @@ def iuv_pairs(ctx: TurnContext, candidates: list[str], value: str, *, template: 
             for s in candidates]
 
 
-def pc_pair(ctx: TurnContext) -> tuple[str, str]:
-    return ctx.turn.agent.strip(), PC_HYPOTHESIS
+def pc_premise(user: str, agent: str, window_name: str = DEFAULT_PC_WINDOW) -> str:
+    if window_name == "a_t":
+        return agent.strip()
+    if window_name == "u_t+a_t":
+        return f"{user.strip()} {agent.strip()}".strip()
+    raise ValueError(f"unknown PC window {window_name!r}; choose one of {', '.join(PC_WINDOWS)}")
+
+
+def pc_pair(ctx: TurnContext, template: str = DEFAULT_PC_TEMPLATE,
+            window_name: str = DEFAULT_PC_WINDOW) -> tuple[str, str]:
+    return pc_premise(ctx.turn.user, ctx.turn.agent, window_name), PC_TEMPLATES[template]

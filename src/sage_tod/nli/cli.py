@@ -40,32 +40,81 @@ def which(nli_model: ModelOpt = None) -> None:
 
 @models_app.command("train-nli")
 def train_nli_cmd(
-    data: Annotated[Path, typer.Option(help="SNLI directory (*train*.jsonl[.gz], "
-                                            "*test*.jsonl[.gz])")],
     out_dir: Annotated[Path, typer.Option("--out", help="model directory to write")],
-    epochs: Annotated[int, typer.Option(help="epochs (recipe: 2)")] = 2,
+    data: Annotated[Path | None, typer.Option(help="SNLI directory (*train*.jsonl[.gz], "
+                                                   "*test*.jsonl[.gz]); with --adapt: the SGD "
+                                                   "directory holding dev/ and "
+                                                   "dev_legacy_2019-08/")] = None,
+    adapt: Annotated[str | None, typer.Option(help="adapt to dialogue claims instead of "
+                                                   "training on SNLI: 'sgd-dev'")] = None,
+    init: Annotated[str, typer.Option(help="--adapt: start from 'snli' (the shared model), "
+                                           "'base' (bare all-MiniLM-L6-v2) or a model dir")
+                    ] = "snli",
+    template: Annotated[str | None, typer.Option(help="--adapt: hypothesis template (default: "
+                                                      "S2's)")] = None,
+    window: Annotated[str | None, typer.Option(help="--adapt: premise window (default: S2's)")
+                      ] = None,
+    uv_margin: Annotated[str, typer.Option(help="--adapt: UV margin the model is run with "
+                                                "(contra | rest)")] = "rest",
+    epochs: Annotated[int | None, typer.Option(help="epochs (recipe: 2; --adapt: 1)")] = None,
     batch_size: Annotated[int, typer.Option(help="batch size (recipe: 32)")] = 32,
-    lr: Annotated[float, typer.Option(help="AdamW learning rate (recipe: 4e-5)")] = 4e-5,
-    warmup_steps: Annotated[int, typer.Option(help="linear warm-up steps (recipe: 300)")
-                            ] = 300,
+    lr: Annotated[float | None, typer.Option(help="AdamW learning rate (recipe: 4e-5; "
+                                                  "--adapt: 2e-5)")] = None,
+    warmup_steps: Annotated[int, typer.Option(help="linear warm-up steps (recipe: 300; "
+                                                   "--adapt uses 6% of the steps)")] = 300,
     max_steps: Annotated[int | None, typer.Option(help="stop after this many steps "
                                                        "(smoke runs)")] = None,
     train_limit: Annotated[int | None, typer.Option(help="use only the first N train "
                                                          "pairs")] = None,
     test_limit: Annotated[int | None, typer.Option(help="use only the first N test pairs")
                           ] = None,
+    eval_every: Annotated[int, typer.Option(help="--adapt: steps between held-out "
+                                                 "evaluations")] = 250,
+    patience: Annotated[int, typer.Option(help="--adapt: evaluations without improvement "
+                                               "before stopping")] = 3,
+    max_minutes: Annotated[float | None, typer.Option(help="--adapt: wall-clock budget for "
+                                                         "the training loop; the best "
+                                                         "weights so far are kept")] = None,
+    limit_dialogues: Annotated[int | None, typer.Option(help="--adapt: use only the first N "
+                                                             "dialogues (smoke runs)")] = None,
     seed: Annotated[int, typer.Option(help="random seed (recipe: 0)")] = 0,
-    threads: Annotated[int, typer.Option(help="torch threads")] = 2,
+    threads: Annotated[int, typer.Option(help="torch threads (1 is faster than 2 on a "
+                                              "shared 2-core machine)")] = 2,
 ) -> None:
-    """Fine-tune all-MiniLM-L6-v2 on SNLI (the MODELS.md recipe); report test accuracy."""
-    from sage_tod.nli.train import TrainConfig, train_nli
+    """Fine-tune all-MiniLM-L6-v2 on SNLI (the MODELS.md recipe), or --adapt sgd-dev:
+    continue training on SGD-dev dialogue claims; report held-out accuracy."""
+    from sage_tod.nli.train import ADAPT_SOURCES, TrainConfig, train_adapt, train_nli
 
-    if not data.is_dir():
-        err.print(f"[bold red]error:[/] {data} is not a directory")
+    if adapt is not None:
+        from sage_tod.nli.bench import DEFAULT_SGD_DEV
+
+        if adapt not in ADAPT_SOURCES:
+            err.print(f"[bold red]error:[/] --adapt must be one of {', '.join(ADAPT_SOURCES)}")
+            raise typer.Exit(2)
+        src = data or DEFAULT_SGD_DEV.parent
+        cfg = TrainConfig(epochs=epochs or 1, batch_size=batch_size, lr=lr or 2e-5,
+                          max_steps=max_steps, train_limit=train_limit, test_limit=test_limit,
+                          seed=seed, threads=threads, eval_every=eval_every, patience=patience,
+                          max_minutes=max_minutes)
+        try:
+            res = train_adapt(adapt, src, out_dir, cfg, init=init, template=template,
+                              window=window, uv_margin=uv_margin,
+                              log=lambda s: err.print(s, highlight=False),
+                              limit_dialogues=limit_dialogues)
+        except (FileNotFoundError, ValueError) as exc:
+            err.print(f"[bold red]error:[/] {exc}", highlight=False)
+            raise typer.Exit(2) from None
+        out.print(f"SGD-dev held-out accuracy {res.test_accuracy:.4f} on {res.test_pairs} pairs "
+                  f"after {res.steps} steps (best step {res.extra['best_step']}; "
+                  f"{res.train_pairs} train pairs, {res.seconds:.0f} s) -> {res.out}",
+                  highlight=False)
+        return
+    if data is None or not data.is_dir():
+        err.print(f"[bold red]error:[/] --data {data} is not a directory")
         raise typer.Exit(2)
-    cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, warmup_steps=warmup_steps,
-                      max_steps=max_steps, train_limit=train_limit, test_limit=test_limit,
-                      seed=seed, threads=threads)
+    cfg = TrainConfig(epochs=epochs or 2, batch_size=batch_size, lr=lr or 4e-5,
+                      warmup_steps=warmup_steps, max_steps=max_steps, train_limit=train_limit,
+                      test_limit=test_limit, seed=seed, threads=threads)
     res = train_nli(data, out_dir, cfg, log=lambda s: err.print(s, highlight=False))
     out.print(f"SNLI test accuracy {res.test_accuracy:.4f} on {res.test_pairs} pairs after "
               f"{res.steps} steps ({res.train_pairs} train pairs, {res.seconds:.0f} s) -> "
@@ -120,6 +169,58 @@ def dev_table_cmd(
               highlight=False)
     print(HEADER)
     for r in rows:
+        print(r.as_markdown())
+
+
+@models_app.command("claim-table")
+def claim_table_cmd(
+    dev_turns: Annotated[Path | None, typer.Option(help="the 40-turn dev split (`slices build` "
+                                                        "writes dev.jsonl); never a benchmark "
+                                                        "slice")] = None,
+    spec: Annotated[Path | None, typer.Option(help="spec of --dev-turns")] = None,
+    sgd_dev: Annotated[Path | None, typer.Option(help="SGD dev directory")] = None,
+    dialogues: Annotated[int, typer.Option(help="SGD dev dialogues to sample (seed 0)")] = 60,
+    tau: Annotated[float, typer.Option(help="gate for the P/R/F1/abstention columns")] = 0.15,
+    nli_model: ModelOpt = None,
+    backend: Annotated[str, typer.Option(help="auto | onnx | torch | onnx-int8")] = "auto",
+    threads: Annotated[int | None, typer.Option(help="inference threads")] = None,
+    best_only: Annotated[bool, typer.Option("--best", help="print only the best variant per "
+                                                           "data set and class")] = False,
+) -> None:
+    """Per criterion class (UV, IUV, PC): AUC and F1/abstention at tau of every premise window
+    x template x margin, on the dev split's S2 criteria and on SGD-dev probes."""
+    from sage_tod.nli.bench import DEFAULT_SGD_DEV
+    from sage_tod.nli.measure import (
+        CLASS_HEADER,
+        best_rows,
+        class_table,
+        sgd_probes,
+        split_probes,
+    )
+    from sage_tod.nli.runtime import get_scorer
+
+    scorer, why = get_scorer(nli_model, backend, threads=threads)
+    if scorer is None:
+        err.print(why or "no NLI model", highlight=False)
+        raise typer.Exit(1)
+    count = scorer.backend.tokenizer.count
+    rows = []
+    if dev_turns is not None:
+        if spec is None:
+            err.print("[bold red]error:[/] --dev-turns needs --spec")
+            raise typer.Exit(2)
+        try:
+            probes = split_probes(spec, dev_turns, count)
+        except ValueError as exc:
+            err.print(f"[bold red]error:[/] {exc}", highlight=False)
+            raise typer.Exit(2) from None
+        rows += class_table(probes, scorer, source="dev split", tau=tau)
+    if dialogues > 0:
+        rows += class_table(sgd_probes(sgd_dev or DEFAULT_SGD_DEV, count, dialogues=dialogues),
+                            scorer, source="SGD dev", tau=tau)
+    print(f"model {scorer.model_key}; tau={tau}")
+    print(CLASS_HEADER)
+    for r in (best_rows(rows) if best_only else rows):
         print(r.as_markdown())
 
 

@@ -53,7 +53,8 @@ def export_onnx(model: str, out: Path, opset: int = 17) -> Path:
     from sage_tod.nli.backend import quiet_transformers
 
     quiet_transformers()
-    net = AutoModelForSequenceClassification.from_pretrained(model).eval()
+    # fp32 graph even from fp16-stored weights (the repo's compact model copy)
+    net = AutoModelForSequenceClassification.from_pretrained(model, dtype=torch.float32).eval()
     tok = AutoTokenizer.from_pretrained(model)
     enc = tok(["A man is eating."], ["Someone eats."], return_tensors="pt",
               return_token_type_ids=True)

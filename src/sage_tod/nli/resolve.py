@@ -1,9 +1,11 @@
 """Which NLI model S2 uses, and why.
 
 The resolution order is a contract (docs/nli.md): an explicit choice, then
-`SAGE_TOD_NLI_MODEL`, then the project's own trained model, then the shared
-SNLI-trained MiniLM, then the paper's hub model only when a hub answers
-quickly. Every step is recorded, so when nothing is found the message can say
+`SAGE_TOD_NLI_MODEL`, then the project's own trained model, then the
+SGD-dev-adapted MiniLM shipped in the repository (`models/`; it beat the SNLI
+model on every slice, docs/results-nli.md, and needs no retraining on a fresh
+clone), then the shared SNLI-trained MiniLM, then the paper's hub model only
+when a hub answers quickly. Every step is recorded, so when nothing is found the message can say
 exactly where S2 looked and how to get a model.
 """
 
@@ -16,6 +18,7 @@ from pathlib import Path
 
 ENV_MODEL = "SAGE_TOD_NLI_MODEL"
 SHARED_MODEL_NAME = "nli-minilm-l6-snli"
+REPO_MODEL_NAME = "nli-minilm-sgd-adapted"
 HUB_MODEL = "cross-encoder/nli-deberta-v3-base"
 HUB_URL = "https://huggingface.co"
 HUB_TIMEOUT_S = 1.5
@@ -44,6 +47,11 @@ def shared_model_candidates() -> list[Path]:
         if p not in out:
             out.append(p)
     return out
+
+
+def repo_model_candidates() -> list[Path]:
+    """`models/nli-minilm-sgd-adapted` in the repository (absent from a wheel install)."""
+    return [REPO_ROOT / "models" / REPO_MODEL_NAME]
 
 
 def is_model_dir(p: Path) -> bool:
@@ -115,6 +123,10 @@ def resolve_model(explicit: str | None = None, *, allow_hub: bool = True) -> Res
     if is_model_dir(own):
         return Resolution(str(own), "own trained model", tried)
     tried.append(f"{own} (own trained model)")
+    for p in repo_model_candidates():
+        if is_model_dir(p):
+            return Resolution(str(p), "repository model (SGD-dev adapted)", tried)
+        tried.append(f"{p} (repository model)")
     for p in shared_model_candidates():
         if is_model_dir(p):
             return Resolution(str(p), "shared model", tried)

@@ -4,7 +4,12 @@ S2 takes the criteria the compiler marked `nlu` (every UV value, non-exact
 IUV extractions, implied confirmations), states each as an NLI claim, and
 decides only when the margin m = p(ent) - p(contra) is clear: |m| >= tau
 (default 0.15, chosen on the dev split as Appendix J does), abstaining
-otherwise. |m| is the decision's confidence. For UV it also asks the
+otherwise. |m| is the decision's confidence. For UV the margin can instead be
+p(ent) - p(neutral) - p(contra) (`uv_margin: rest`): a value nobody mentioned is
+neutral, and under the paper's margin it would sit at m ~ 0 and never fire.
+The claim design (template, window, uv_margin, tau, PC template) comes from the
+options, else from the model directory's `sage_tod_claims.json` (so a model
+trained for one design runs with it), else from the measured defaults. For UV it also asks the
 paraphrase encoder whether a value the diff introduces is a paraphrase of
 something the user said; encoder support and a clear NLI contradiction
 disagreeing is an abstention, not a coin toss.
@@ -57,8 +62,20 @@ class NLIVerifier:
     def __init__(self, scorer: Any | None, *, tau: float = DEFAULT_TAU,
                  template: str | None = None, window: str | None = None,
                  paraphrase: Any | None = None, unavailable: str | None = None,
-                 pc_state: str = "after") -> None:
-        from sage_tod.nli.claims import DEFAULT_TEMPLATE, DEFAULT_WINDOW, TEMPLATES, WINDOWS
+                 pc_state: str = "after", uv_margin: str | None = None,
+                 pc_template: str | None = None, pc_window: str | None = None) -> None:
+        from sage_tod.nli.claims import (
+            DEFAULT_PC_TEMPLATE,
+            DEFAULT_PC_WINDOW,
+            DEFAULT_TEMPLATE,
+            DEFAULT_UV_MARGIN,
+            DEFAULT_WINDOW,
+            PC_TEMPLATES,
+            PC_WINDOWS,
+            TEMPLATES,
+            UV_MARGINS,
+            WINDOWS,
+        )
 
         if not 0.0 <= tau <= 1.0:
             raise ValueError(f"tau must be in [0, 1], got {tau}")
@@ -70,6 +87,15 @@ class NLIVerifier:
             raise ValueError(f"unknown claim template {self.template!r}")
         if self.window not in WINDOWS:
             raise ValueError(f"unknown premise window {self.window!r}")
+        self.uv_margin = uv_margin or DEFAULT_UV_MARGIN
+        if self.uv_margin not in UV_MARGINS:
+            raise ValueError(f"unknown UV margin {self.uv_margin!r}")
+        self.pc_template = pc_template or DEFAULT_PC_TEMPLATE
+        self.pc_window = pc_window or DEFAULT_PC_WINDOW
+        if self.pc_template not in PC_TEMPLATES:
+            raise ValueError(f"unknown PC template {self.pc_template!r}")
+        if self.pc_window not in PC_WINDOWS:
+            raise ValueError(f"unknown PC window {self.pc_window!r}")
         self.paraphrase = paraphrase
         self.unavailable = unavailable
         self.pc_state = pc_state
@@ -117,7 +143,7 @@ class NLIVerifier:
                 if held is not None:
                     plans.append(held)
                     continue
-                new = [pc_pair(ctx)]
+                new = [pc_pair(ctx, self.pc_template, self.pc_window)]
             plans.append(_Plan(tuple(range(len(pairs), len(pairs) + len(new)))))
             pairs.extend(new)
         try:
@@ -186,7 +212,7 @@ class NLIVerifier:
             if isinstance(plan, Decision):
                 continue
             p = probs[plan.pairs[0]]
-            if not self._needs_paraphrase(it.criterion, it.ctx, p[0] - p[2]):
+            if not self._needs_paraphrase(it.criterion, it.ctx, self._uv_m(p)):
                 continue
             slot = it.criterion.args["slot"]
             texts += [g.text for g in ngrams(self._paraphrase_texts(it.ctx))]
@@ -201,15 +227,23 @@ class NLIVerifier:
                       "deciding with NLI alone")
             self.paraphrase = None
 
+    def _uv_m(self, p: tuple[float, float, float]) -> float:
+        from sage_tod.nli.claims import uv_margin
+
+        return uv_margin(p, self.uv_margin)
+
     def _gate(self, m: float) -> bool:
         return abs(m) >= self.tau
 
     def _uv(self, c: Criterion, ctx: TurnContext,
             got: tuple[tuple[str, str], tuple[float, float, float]]) -> Decision:
+        from sage_tod.nli.claims import uv_margin
+
         (_premise, hyp), p = got
-        m = p[0] - p[2]
+        m = uv_margin(p, self.uv_margin)
         value, slot = c.args["value"], c.args["slot"]
-        nli = f"NLI m={m:+.2f} (ent {p[0]:.2f}, contra {p[2]:.2f}) for {hyp!r}"
+        nli = (f"NLI m={m:+.2f} (ent {p[0]:.2f}, neutral {p[1]:.2f}, contra {p[2]:.2f}) for "
+               f"{hyp!r}")
         if m >= self.tau:
             return Decision(Outcome.FALSE, round(m, 6),
                             f"the premise (window {self.window}) entails the value: {nli}")
@@ -319,20 +353,32 @@ def _check_packages() -> None:
 
 @register_stage("S2")
 def _factory(options: dict[str, Any]) -> NLIVerifier:
-    """Options: nli_model, tau, cache_path, backend, threads, template, window,
-    paraphrase (bool), nli_batch_size, pc_state. Unknown keys are ignored."""
+    """Options: nli_model, tau, cache_path, backend, threads, template, window, uv_margin,
+    pc_template, pc_window, paraphrase (bool), nli_batch_size, pc_state. Unknown keys are
+    ignored."""
     _check_packages()
+    from sage_tod.nli.claims import model_claims
     from sage_tod.nli.runtime import get_scorer
 
-    raw_tau = _opt(options, "tau", "SAGE_TOD_NLI_TAU")
-    tau = DEFAULT_TAU if raw_tau in (None, "") else float(raw_tau)
-    common: dict[str, Any] = {
-        "tau": tau, "template": _opt(options, "template"), "window": _opt(options, "window"),
-        "pc_state": options.get("pc_state", "after")}
     scorer, why = get_scorer(
         model=_opt(options, "nli_model"), backend=_opt(options, "backend", "SAGE_TOD_NLI_BACKEND")
         or "auto", cache_path=options.get("cache_path"), threads=_opt(options, "threads"),
         batch_size=int(_opt(options, "nli_batch_size") or 32))
+    # the claim design: an option, then its env variable, then what the model directory
+    # declares (an adapted model is run the way it was trained), then the defaults
+    shipped = model_claims(scorer.backend.model if scorer is not None else None)
+    raw_tau = _opt(options, "tau", "SAGE_TOD_NLI_TAU")
+    if raw_tau in (None, ""):
+        raw_tau = shipped.get("tau")
+    tau = DEFAULT_TAU if raw_tau in (None, "") else float(raw_tau)
+    common: dict[str, Any] = {
+        "tau": tau, "template": _opt(options, "template") or shipped.get("template"),
+        "window": _opt(options, "window") or shipped.get("window"),
+        "uv_margin": _opt(options, "uv_margin", "SAGE_TOD_NLI_UV_MARGIN")
+        or shipped.get("uv_margin"),
+        "pc_template": _opt(options, "pc_template") or shipped.get("pc_template"),
+        "pc_window": _opt(options, "pc_window") or shipped.get("pc_window"),
+        "pc_state": options.get("pc_state", "after")}
     if scorer is None:
         warn_once(why or "S2 has no NLI model")
         return NLIVerifier(None, unavailable=why, **common)
