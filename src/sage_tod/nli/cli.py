@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+
+from sage_tod.console import err, out
 
 models_app = typer.Typer(no_args_is_help=True,
                          help="S2 NLI models: resolve, train, benchmark, dev-set table.")
@@ -25,8 +26,7 @@ ModelOpt = Annotated[str | None, typer.Option("--nli-model", help="NLI model dir
 @models_app.command("which")
 def which(nli_model: ModelOpt = None) -> None:
     """Show which NLI model S2 would use, and everywhere it looked."""
-    from sage_tod.console import err, out
-from sage_tod.nli.resolve import resolve_model
+    from sage_tod.nli.resolve import resolve_model
 
     res = resolve_model(nli_model)
     for t in res.tried:
