@@ -35,8 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.nli.claims import Utterance, fit_premise, hypothesis, window
-from sage_tod.nli.devset import _check_split, _open_json, load_schema
-from sage_tod.normalize import is_unset
+from sage_tod.nli.devset import _check_split, _open_json, load_schema, value_pool
 
 # train.LABELS order; repeated here so building pairs needs no torch import
 CONTRADICTION, ENTAILMENT, NEUTRAL = 0, 1, 2
@@ -99,25 +98,6 @@ def _desc(schema: dict[str, dict[str, Any]], svc: str, slot: str) -> str:
         if sl["name"] == slot and str(sl.get("description", "")).strip():
             return str(sl["description"]).strip().rstrip(".")
     return slot.replace("_", " ").replace("-", " ").strip()
-
-
-def value_pool(dialogues: Sequence[dict[str, Any]], schema: dict[str, dict[str, Any]]
-               ) -> dict[tuple[str, str], list[str]]:
-    """Values seen per (service, slot) in the dev states and the schema (no dontcare)."""
-    pool: dict[tuple[str, str], set[str]] = {}
-    for d in dialogues:
-        for t in d["turns"]:
-            for fr in t["frames"]:
-                for slot, vals in fr.get("state", {}).get("slot_values", {}).items():
-                    for v in vals:
-                        if not is_unset(v) and v.lower() != "dontcare":
-                            pool.setdefault((fr["service"], slot), set()).add(v)
-    for svc, s in schema.items():
-        for sl in s["slots"]:
-            for v in sl.get("possible_values", []):
-                if v.lower() != "dontcare":
-                    pool.setdefault((svc, sl["name"]), set()).add(v)
-    return {k: sorted(v) for k, v in pool.items()}
 
 
 def _canonical(frame: dict[str, Any], slot: str, surface: str) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,19 +133,7 @@ def build_devset(split_dir: str | Path, *, dialogues: int = 120, seed: int = 0,
     rng.shuffle(dlgs)
     dlgs = dlgs[:dialogues]
     # value pool per (service, slot): what negatives are drawn from
-    pool: dict[tuple[str, str], set[str]] = {}
-    for d in iter_dialogues(split):
-        for t in d["turns"]:
-            for fr in t["frames"]:
-                for slot, vals in fr.get("state", {}).get("slot_values", {}).items():
-                    for v in vals:
-                        if not is_unset(v) and v.lower() != "dontcare":
-                            pool.setdefault((fr["service"], slot), set()).add(v)
-    for svc, s in schema.items():
-        for sl in s["slots"]:
-            for v in sl.get("possible_values", []):
-                if v.lower() != "dontcare":
-                    pool.setdefault((svc, sl["name"]), set()).add(v)
+    pool = value_pool(list(iter_dialogues(split)), schema)
     services = sorted({svc for d in dlgs for svc in d["services"]})
     spec = _spec(schema, services)
     bundle = parse_spec(spec)
@@ -183,7 +171,7 @@ def build_devset(split_dir: str | Path, *, dialogues: int = 120, seed: int = 0,
                 negs: dict[str, str] = {}
                 for slot in new:
                     claims.append(DevClaim(key, slot, after[slot], True))
-                    cands = sorted(pool.get((svc, slot), set()) - {after[slot]})
+                    cands = sorted(set(pool.get((svc, slot), ())) - {after[slot]})
                     rng.shuffle(cands)
                     for c in cands[:20]:
                         if bundle.workflows[svc].equals(slot, c, after[slot]):
@@ -207,3 +195,22 @@ def build_devset(split_dir: str | Path, *, dialogues: int = 120, seed: int = 0,
 
 def _said_later(value: str, agent: str) -> bool:
     return value.lower() in agent.lower()
+
+
+def value_pool(dialogues: Sequence[dict[str, Any]], schema: dict[str, dict[str, Any]]
+               ) -> dict[tuple[str, str], list[str]]:
+    """Values seen per (service, slot) in the dev states and the schema (no dontcare)."""
+    pool: dict[tuple[str, str], set[str]] = {}
+    for d in dialogues:
+        for t in d["turns"]:
+            for fr in t["frames"]:
+                for slot, vals in fr.get("state", {}).get("slot_values", {}).items():
+                    for v in vals:
+                        if not is_unset(v) and v.lower() != "dontcare":
+                            pool.setdefault((fr["service"], slot), set()).add(v)
+    for svc, s in schema.items():
+        for sl in s["slots"]:
+            for v in sl.get("possible_values", []):
+                if v.lower() != "dontcare":
+                    pool.setdefault((svc, sl["name"]), set()).add(v)
+    return {k: sorted(v) for k, v in pool.items()}
