@@ -144,18 +144,11 @@ def train_nli(data: str | Path, out: str | Path, cfg: TrainConfig | None = None,
             if step >= total:
                 break
             batch = [train[j] for j in order[i:i + cfg.batch_size]]
-            enc = tok([b[0] for b in batch], [b[1] for b in batch], truncation=True,
-                      max_length=cfg.max_length, padding=True, return_tensors="pt")
-            labels = torch.tensor([b[2] for b in batch])
-            loss = model(**enc, labels=labels).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad()
+            loss = _train_step(model, tok, batch, [b[2] for b in batch], opt, sched,
+                               cfg.max_length)
             step += 1
             if step % 100 == 0 or step == total:
-                log(f"epoch {epoch + 1} step {step}/{total} loss {loss.item():.4f}")
+                log(f"epoch {epoch + 1} step {step}/{total} loss {loss:.4f}")
     model.eval()
     correct = 0
     with torch.inference_mode():
@@ -183,6 +176,22 @@ def train_nli(data: str | Path, out: str | Path, cfg: TrainConfig | None = None,
 
 ADAPT_SOURCES = ("sgd-dev",)
 INIT_CHOICES = ("snli", "base")
+
+
+def _train_step(model: Any, tok: Any, batch: list[tuple[str, str, int]], labels: list[int],
+                opt: Any, sched: Any, max_length: int) -> float:
+    """One optimiser step on a batch of (premise, hypothesis, _) pairs; returns the loss."""
+    import torch
+
+    enc = tok([b[0] for b in batch], [b[1] for b in batch], truncation=True,
+              max_length=max_length, padding=True, return_tensors="pt")
+    loss = model(**enc, labels=torch.tensor(labels)).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    opt.zero_grad()
+    return float(loss.item())
 
 
 def resolve_init(init: str) -> str:
@@ -331,21 +340,14 @@ def train_adapt(source: str, data: str | Path, out: str | Path, cfg: TrainConfig
             if step >= total:
                 break
             batch = [train[j] for j in order[i:i + cfg.batch_size]]
-            enc = tok([b[0] for b in batch], [b[1] for b in batch], truncation=True,
-                      max_length=cfg.max_length, padding=True, return_tensors="pt")
-            labels = torch.tensor([ids[b[2]] for b in batch])
-            loss = model(**enc, labels=labels).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad()
+            loss = _train_step(model, tok, batch, [ids[b[2]] for b in batch], opt, sched,
+                               cfg.max_length)
             step += 1
             out_of_time = (cfg.max_minutes is not None
                            and time.perf_counter() - t0 > 60.0 * cfg.max_minutes)
             if step % cfg.eval_every == 0 or step == total or out_of_time:
                 acc, _ = _evaluate(model, tok, stop_set, cfg.max_length, ids)
-                log(f"step {step}/{total} loss {loss.item():.4f} held-out accuracy {acc:.4f} "
+                log(f"step {step}/{total} loss {loss:.4f} held-out accuracy {acc:.4f} "
                     f"({time.perf_counter() - t0:.0f} s)")
                 if acc > best_acc:
                     best_acc, best_step, bad = acc, step, 0
