@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.nli.claims import Utterance, fit_premise, hypothesis, window
-from sage_tod.nli.devset import _check_split, _open_json, load_schema, value_pool
+from sage_tod.nli.devset import _check_split, _open_json, frame_state, load_schema, value_pool
 
 # train.LABELS order; repeated here so building pairs needs no torch import
 CONTRADICTION, ENTAILMENT, NEUTRAL = 0, 1, 2
@@ -98,14 +98,6 @@ def _desc(schema: dict[str, dict[str, Any]], svc: str, slot: str) -> str:
         if sl["name"] == slot and str(sl.get("description", "")).strip():
             return str(sl["description"]).strip().rstrip(".")
     return slot.replace("_", " ").replace("-", " ").strip()
-
-
-def _canonical(frame: dict[str, Any], slot: str, surface: str) -> str:
-    for act in frame.get("actions", []):
-        if act.get("slot") == slot and act.get("act") == "INFORM" and act.get(
-                "canonical_values"):
-            return str(act["canonical_values"][0])
-    return surface
 
 
 def _mentioned(frame: dict[str, Any]) -> set[str]:
@@ -173,14 +165,7 @@ def _frame_pairs(fr: dict[str, Any], did: str, premise: str,
                  neutral_per_turn: int) -> list[AdaptPair]:
     svc = fr["service"]
     before = dict(states.get(svc, {}))
-    after: dict[str, str] = {}
-    for slot, vals in fr.get("state", {}).get("slot_values", {}).items():
-        if not vals:
-            continue
-        if slot in before and before[slot] in [*vals, _canonical(fr, slot, vals[0])]:
-            after[slot] = before[slot]
-        else:
-            after[slot] = _canonical(fr, slot, vals[0])
+    after = frame_state(fr, before)
     states[svc] = after
     said = _mentioned(fr)
     offered = _offered(prev_agent, svc) if window_name in _WITH_AGENT else {}

@@ -119,6 +119,18 @@ def _user_value(frame: dict[str, Any], slot: str, surface: str) -> str:
     return surface
 
 
+def frame_state(frame: dict[str, Any], before: dict[str, str]) -> dict[str, str]:
+    """A service's state after a user frame: canonical values, and a value kept as it was
+    when the frame restates it (SGD lists every surface form of a value)."""
+    after: dict[str, str] = {}
+    for slot, vals in frame.get("state", {}).get("slot_values", {}).items():
+        if not vals:
+            continue
+        canon = _user_value(frame, slot, vals[0])
+        after[slot] = before[slot] if slot in before and before[slot] in [*vals, canon] else canon
+    return after
+
+
 def build_devset(split_dir: str | Path, *, dialogues: int = 120, seed: int = 0,
                  inject_rate: float = 0.5) -> DevSet:
     """Turns, claims and a spec from the first `dialogues` of a seeded shuffle."""
@@ -149,14 +161,7 @@ def build_devset(split_dir: str | Path, *, dialogues: int = 120, seed: int = 0,
             for fr in user_t["frames"]:
                 svc = fr["service"]
                 before = dict(states.get(svc, {}))
-                after: dict[str, str] = {}
-                for slot, vals in fr.get("state", {}).get("slot_values", {}).items():
-                    if not vals:
-                        continue
-                    if slot in before and before[slot] in [*vals, _user_value(fr, slot, vals[0])]:
-                        after[slot] = before[slot]
-                    else:
-                        after[slot] = _user_value(fr, slot, vals[0])
+                after = frame_state(fr, before)
                 states[svc] = after
                 new = [s for s, v in after.items()
                        if before.get(s) != v and v.lower() != "dontcare"]
