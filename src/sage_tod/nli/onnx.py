@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,19 +66,9 @@ def export_onnx(model: str, out: Path, opset: int = 17) -> Path:
     args = tuple(enc[n] for n in names)
     axes = {n: {0: "batch", 1: "seq"} for n in names}
     axes["logits"] = {0: "batch"}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".onnx", dir=out.parent)
-    os.close(fd)
-    try:
-        with warnings.catch_warnings(), torch.inference_mode():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(net, args, tmp, input_names=names, output_names=["logits"],
-                              dynamic_axes=axes, opset_version=opset, dynamo=False)
-        os.replace(tmp, out)
-    except Exception as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise ExportError(f"ONNX export of {model} failed: {exc}") from exc
-    return out
+    return _write_atomically(out, lambda tmp: _torch_export(net, args, tmp, names, "logits",
+                                                           axes, opset),
+                             f"ONNX export of {model}")
 
 
 def quantize_int8(fp32: Path, out: Path) -> Path:
@@ -86,15 +77,9 @@ def quantize_int8(fp32: Path, out: Path) -> Path:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
         raise ExportError(f"int8 quantisation needs onnxruntime and onnx ({exc})") from exc
-    fd, tmp = tempfile.mkstemp(suffix=".onnx", dir=out.parent)
-    os.close(fd)
-    try:
-        quantize_dynamic(str(fp32), tmp, weight_type=QuantType.QInt8)
-        os.replace(tmp, out)
-    except Exception as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise ExportError(f"int8 quantisation failed: {exc}") from exc
-    return out
+    return _write_atomically(
+        out, lambda tmp: quantize_dynamic(str(fp32), tmp, weight_type=QuantType.QInt8),
+        "int8 quantisation")
 
 
 def export_encoder_onnx(model: str, out: Path, opset: int = 17) -> Path:
@@ -125,17 +110,31 @@ def export_encoder_onnx(model: str, out: Path, opset: int = 17) -> Path:
             return self.inner(input_ids=input_ids, attention_mask=attention_mask,
                               token_type_ids=token_type_ids).last_hidden_state
 
+    args = tuple(enc[n] for n in names)
+    return _write_atomically(out, lambda tmp: _torch_export(_States(net), args, tmp, names,
+                                                           "last_hidden_state", axes, opset),
+                             f"ONNX export of encoder {model}")
+
+
+def _torch_export(net: Any, args: tuple[Any, ...], path: str, names: list[str], output: str,
+                  axes: dict[str, dict[int, str]], opset: int) -> None:
+    import torch
+
+    with warnings.catch_warnings(), torch.inference_mode():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, args, path, input_names=names, output_names=[output],
+                          dynamic_axes=axes, opset_version=opset, dynamo=False)
+
+
+def _write_atomically(out: Path, write: Callable[[str], Any], what: str) -> Path:
+    """Write through a temporary file beside `out`: a crash never leaves half a graph."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".onnx", dir=out.parent)
     os.close(fd)
     try:
-        with warnings.catch_warnings(), torch.inference_mode():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(_States(net), tuple(enc[n] for n in names), tmp,
-                              input_names=names, output_names=["last_hidden_state"],
-                              dynamic_axes=axes, opset_version=opset, dynamo=False)
+        write(tmp)
         os.replace(tmp, out)
     except Exception as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise ExportError(f"ONNX export of encoder {model} failed: {exc}") from exc
+        raise ExportError(f"{what} failed: {exc}") from exc
     return out
