@@ -22,12 +22,13 @@ import json
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 LABELS = {"contradiction": 0, "entailment": 1, "neutral": 2}
+T = TypeVar("T")
 
 
 @dataclass
@@ -134,31 +135,18 @@ def train_nli(data: str | Path, out: str | Path, cfg: TrainConfig | None = None,
         return max(0.0, (total - step) / max(1, total - warm))
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
-    rng = random.Random(cfg.seed)
     step = 0
     model.train()
-    for epoch in range(cfg.epochs):
-        order = list(range(len(train)))
-        rng.shuffle(order)
-        for i in range(0, len(order), cfg.batch_size):
-            if step >= total:
-                break
-            batch = [train[j] for j in order[i:i + cfg.batch_size]]
-            loss = _train_step(model, tok, batch, [b[2] for b in batch], opt, sched,
-                               cfg.max_length)
-            step += 1
-            if step % 100 == 0 or step == total:
-                log(f"epoch {epoch + 1} step {step}/{total} loss {loss:.4f}")
-    model.eval()
-    correct = 0
-    with torch.inference_mode():
-        for i in range(0, len(test), 64):
-            batch = test[i:i + 64]
-            enc = tok([b[0] for b in batch], [b[1] for b in batch], truncation=True,
-                      max_length=cfg.max_length, padding=True, return_tensors="pt")
-            pred = model(**enc).logits.argmax(-1).tolist()
-            correct += sum(int(p == b[2]) for p, b in zip(pred, batch, strict=True))
-    acc = correct / len(test) if test else float("nan")
+    for epoch, batch in _shuffled_batches(train, cfg.batch_size, cfg.epochs, cfg.seed):
+        if step >= total:
+            break
+        loss = _train_step(model, tok, batch, [b[2] for b in batch], opt, sched,
+                           cfg.max_length)
+        step += 1
+        if step % 100 == 0 or step == total:
+            log(f"epoch {epoch + 1} step {step}/{total} loss {loss:.4f}")
+    # the model was built with our label order, so the label map is the identity
+    acc, _ = _evaluate(model, tok, test, cfg.max_length, {v: v for v in LABELS.values()})
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
@@ -176,6 +164,17 @@ def train_nli(data: str | Path, out: str | Path, cfg: TrainConfig | None = None,
 
 ADAPT_SOURCES = ("sgd-dev",)
 INIT_CHOICES = ("snli", "base")
+
+
+def _shuffled_batches(train: list[T], batch_size: int, epochs: int, seed: int
+                      ) -> Iterator[tuple[int, list[T]]]:
+    """(epoch, batch) in a fresh seeded order each epoch; the caller stops at its step limit."""
+    rng = random.Random(seed)
+    for epoch in range(epochs):
+        order = list(range(len(train)))
+        rng.shuffle(order)
+        for i in range(0, len(order), batch_size):
+            yield epoch, [train[j] for j in order[i:i + batch_size]]
 
 
 def _train_step(model: Any, tok: Any, batch: list[tuple[str, str, int]], labels: list[int],
@@ -331,38 +330,31 @@ def train_adapt(source: str, data: str | Path, out: str | Path, cfg: TrainConfig
     start_acc = best_acc
     best_state = copy.deepcopy(model.state_dict())
     best_step, bad, step, stopped = 0, 0, 0, False
-    rng = random.Random(cfg.seed)
     model.train()
-    for _epoch in range(cfg.epochs):
-        order = list(range(len(train)))
-        rng.shuffle(order)
-        for i in range(0, len(order), cfg.batch_size):
-            if step >= total:
-                break
-            batch = [train[j] for j in order[i:i + cfg.batch_size]]
-            loss = _train_step(model, tok, batch, [ids[b[2]] for b in batch], opt, sched,
-                               cfg.max_length)
-            step += 1
-            out_of_time = (cfg.max_minutes is not None
-                           and time.perf_counter() - t0 > 60.0 * cfg.max_minutes)
-            if step % cfg.eval_every == 0 or step == total or out_of_time:
-                acc, _ = _evaluate(model, tok, stop_set, cfg.max_length, ids)
-                log(f"step {step}/{total} loss {loss:.4f} held-out accuracy {acc:.4f} "
-                    f"({time.perf_counter() - t0:.0f} s)")
-                if acc > best_acc:
-                    best_acc, best_step, bad = acc, step, 0
-                    best_state = copy.deepcopy(model.state_dict())
-                else:
-                    bad += 1
-                    if bad >= cfg.patience:
-                        stopped = True
-                        break
-                if out_of_time:
-                    log(f"wall-clock budget of {cfg.max_minutes:g} min reached at step {step}")
+    for _epoch, batch in _shuffled_batches(train, cfg.batch_size, cfg.epochs, cfg.seed):
+        if step >= total:
+            break
+        loss = _train_step(model, tok, batch, [ids[b[2]] for b in batch], opt, sched,
+                           cfg.max_length)
+        step += 1
+        out_of_time = (cfg.max_minutes is not None
+                       and time.perf_counter() - t0 > 60.0 * cfg.max_minutes)
+        if step % cfg.eval_every == 0 or step == total or out_of_time:
+            acc, _ = _evaluate(model, tok, stop_set, cfg.max_length, ids)
+            log(f"step {step}/{total} loss {loss:.4f} held-out accuracy {acc:.4f} "
+                f"({time.perf_counter() - t0:.0f} s)")
+            if acc > best_acc:
+                best_acc, best_step, bad = acc, step, 0
+                best_state = copy.deepcopy(model.state_dict())
+            else:
+                bad += 1
+                if bad >= cfg.patience:
                     stopped = True
                     break
-        if stopped or step >= total:
-            break
+            if out_of_time:
+                log(f"wall-clock budget of {cfg.max_minutes:g} min reached at step {step}")
+                stopped = True
+                break
     model.load_state_dict(best_state)
     acc, probs = _evaluate(model, tok, test, cfg.max_length, ids)
     kinds: dict[str, list[int]] = {}
