@@ -23,7 +23,7 @@ from sage_tod.cascade import CONFIGS
 from sage_tod.errors import InputError
 from sage_tod.evaluator import Evaluator
 from sage_tod.spec import SpecBundle, load_spec
-from sage_tod.turns import TurnRecord, load_turns
+from sage_tod.turns import TurnRecord, load_turns, read_gold_labels
 from sage_tod.verdicts import Verdict, prepare_resume, read_verdicts
 
 SAGE_CONFIGS = tuple(CONFIGS)
@@ -136,15 +136,9 @@ def run_one(info: SliceInfo, config: str, out: Path, *, options: Mapping[str, An
 # ---------------------------------------------------------------- results
 
 def _gold(info: SliceInfo) -> dict[str, tuple[bool, str | None]]:
-    out: dict[str, tuple[bool, str | None]] = {}
-    for line in info.turns.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        obj = json.loads(line)
-        g = obj.get("gold") or {}
-        out[f"{obj['dialogue_id']}:{obj['turn_id']}"] = (g.get("label") == "failure",
-                                                         g.get("class"))
-    return out
+    """turn key -> (is a failure, failure class), from the slice's gold labels."""
+    return {key: (g is not None and g.label == "failure", g.failure_class if g else None)
+            for key, g in read_gold_labels(info.turns)}
 
 
 def _aligned(gold: Mapping[str, tuple[bool, str | None]], verdicts: Sequence[Verdict]

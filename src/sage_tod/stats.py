@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from sage_tod.scoring import prf
+
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]
 
@@ -67,10 +69,8 @@ def precision_recall_f1(gold: ArrayLike, pred: ArrayLike) -> tuple[float, float,
     """
     g, p = _bool(gold), _bool(pred)
     _check(g, p)
-    tp, fp, fn = int(np.sum(g & p)), int(np.sum(~g & p)), int(np.sum(g & ~p))
-    prec = tp / (tp + fp) if tp + fp else 0.0
-    rec = tp / (tp + fn) if tp + fn else 0.0
-    return prec, rec, (2 * prec * rec / (prec + rec) if prec + rec else 0.0)
+    counts = prf(g.tolist(), p.tolist())
+    return counts.precision, counts.recall, counts.f1
 
 
 def resample_indices(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> NDArray[np.int64]:

@@ -123,7 +123,7 @@ def _find_tokens(text: str, needle: list[str]) -> tuple[int, int] | None:
     return None
 
 
-def _negated(text: str, start: int) -> bool:
+def is_negated(text: str, start: int) -> bool:
     """True when one of the three tokens before `start` negates what follows."""
     before = [t for t, _, e in tokens_with_spans(text) if e <= start][-3:]
     return any(t in _NEGATION for t in before)
@@ -193,8 +193,3 @@ def find_value(text: str, value: str, slot: SlotSpec | None) -> Found | None:
         if hit:
             return Found(hit[0], hit[1], key)
     return None
-
-
-def is_negated(text: str, start: int) -> bool:
-    """Public wrapper: does a negation word closely precede `start`?"""
-    return _negated(text, start)
