@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from sage_tod.errors import InputError
 from sage_tod.evaluator import Evaluator
 from sage_tod.spec import SpecBundle, load_spec
 from sage_tod.turns import TurnRecord, load_turns, read_gold_labels
-from sage_tod.verdicts import Verdict, prepare_resume, read_verdicts
+from sage_tod.verdicts import Verdict, decided_by_counts, prepare_resume, read_verdicts
 
 SAGE_CONFIGS = tuple(CONFIGS)
 SGDX_VARIANTS = tuple(f"sgd-x-v{i}" for i in range(1, 6))
@@ -171,7 +170,7 @@ def run_metrics(gold: Mapping[str, tuple[bool, str | None]], verdicts: Sequence[
             per_class[cls] = {"caught": caught, "total": len(idx), "recall": caught / len(idx)}
     clean = ~g
     vs = [by_key[k] for k in keys]
-    stages = Counter((c.decided_by or "abstained") for v in vs for c in v.criteria)
+    stages = decided_by_counts(vs)
     n_crit = sum(stages.values())
     cost = sum(v.cost_usd for v in vs)
     lat = [v.latency_ms for v in vs]

@@ -12,7 +12,7 @@ from rich.text import Text
 from sage_tod.criteria import Span
 from sage_tod.scoring import CLASSES, ScoreReport
 from sage_tod.turns import Turn
-from sage_tod.verdicts import Verdict
+from sage_tod.verdicts import Verdict, decided_by_counts
 
 VERDICT_STYLE = {"failure": "bold red", "acceptable": "green", "undecided": "yellow"}
 DECISION_STYLE = {"true": "bold red", "false": "green", "abstain": "yellow"}
@@ -22,7 +22,7 @@ def summary_table(verdicts: Sequence[Verdict], title: str = "Summary") -> Table:
     """Verdict counts, fired classes and which stage decided the criteria."""
     counts = Counter(v.verdict for v in verdicts)
     classes = Counter(c.value for v in verdicts for c in v.classes)
-    stages = Counter((c.decided_by or "abstained") for v in verdicts for c in v.criteria)
+    stages = decided_by_counts(verdicts)
     n_crit = sum(stages.values())
     t = Table(title=title, show_header=True, header_style="bold")
     t.add_column("what")

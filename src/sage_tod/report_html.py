@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from sage_tod.criteria import Span
 from sage_tod.scoring import CLASSES, score
 from sage_tod.turns import Gold, Turn
-from sage_tod.verdicts import CriterionVerdict, Verdict
+from sage_tod.verdicts import CriterionVerdict, Verdict, decided_by_counts
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#1d2330;
@@ -180,7 +180,7 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
     turns = turns or {}
     counts = Counter(v.verdict for v in verdicts)
     fired = Counter(c.value for v in verdicts for c in v.classes)
-    stages = Counter((c.decided_by or "abstained") for v in verdicts for c in v.criteria)
+    stages = decided_by_counts(verdicts)
     n_crit = sum(stages.values()) or 1
     cards = [f'<div class="card"><span class="muted">turns</span><b>{len(verdicts)}</b></div>']
     for label in ("failure", "acceptable", "undecided"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -75,6 +76,11 @@ class Verdict(BaseModel):
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=False)
+
+
+def decided_by_counts(verdicts: Iterable[Verdict]) -> Counter[str]:
+    """How many criteria each stage decided ("abstained" when none did): the routing anatomy."""
+    return Counter((c.decided_by or "abstained") for v in verdicts for c in v.criteria)
 
 
 def write_verdicts(verdicts: Iterable[Verdict], fh: IO[str]) -> int:
