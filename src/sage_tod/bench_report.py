@@ -18,7 +18,8 @@ from sage_tod.verdicts import read_verdicts
 
 PAPER_CORE = {"mw-mixed": 0.866, "uv-rich": 0.920, "sgd": 0.864, "abcd-uv": 0.929}
 SLICE_TITLES = {"mw-mixed": "MW-mixed", "uv-rich": "UV-rich", "sgd": "SGD", "dev": "dev",
-                "abcd-uv": "ABCD-UV", **{v: f"SGD-X {v[-2:]}" for v in SGDX_VARIANTS}}
+                "abcd-uv": "ABCD-UV", "tune-mw": "tune-MW (dev side)",
+                "tune-sgd": "tune-SGD (dev side)", **{v: f"SGD-X {v[-2:]}" for v in SGDX_VARIANTS}}
 ABLATION = (("llm", "full (S1+S2+S3)"), ("no_s1", "no_S1"), ("no_s2", "no_S2"),
             ("core", "no_S3 = SAGE-Core"))
 
@@ -42,7 +43,8 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _slices(res: Mapping[str, Any]) -> list[str]:
-    order = ["mw-mixed", "uv-rich", "sgd", "abcd-uv", "dev", *SGDX_VARIANTS]
+    order = ["mw-mixed", "uv-rich", "sgd", "abcd-uv", "dev", *SGDX_VARIANTS, "tune-mw",
+             "tune-sgd"]
     return [s for s in order if s in res["slices"]] + sorted(
         s for s in res["slices"] if s not in order)
 

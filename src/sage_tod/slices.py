@@ -32,7 +32,8 @@ from sage_tod.normalize import is_dontcare, is_unset
 from sage_tod.spec import SpecBundle, Workflow, parse_spec
 
 K = TypeVar("K", bound=str)
-SLICE_NAMES: tuple[str, ...] = ("mw-mixed", "uv-rich", "sgd", "sgd-x", "dev", "abcd-uv")
+SLICE_NAMES: tuple[str, ...] = ("mw-mixed", "uv-rich", "sgd", "sgd-x", "dev", "abcd-uv",
+                                "tune-mw", "tune-sgd")
 DEFAULT_SLICES: tuple[str, ...] = ("mw-mixed", "uv-rich", "sgd", "sgd-x", "dev")
 
 
@@ -52,6 +53,8 @@ class BuildConfig:
     sgd_injected: int = 151
     dev_per_domain: int = 8
     dev_injected: int = 20
+    tune_mw_per_domain: int = 40
+    tune_mw_classes: tuple[int, int, int, int] = (17, 17, 16, 50)  # IUV, WNF, PC, UV
     abcd_workflows: int = 30
     abcd_turns: int = 223
     abcd_injected: int = 103
@@ -319,6 +322,9 @@ def build_multiwoz(cfg: BuildConfig, root: Path) -> tuple[SpecDoc, dict[str, Sli
         ("uv-rich", "uv_rich.jsonl", cfg.uv_per_domain, {"UV": cfg.uv_injected}),
         ("dev", "dev.jsonl", cfg.dev_per_domain,
          dict(zip(CLASSES, split_even(cfg.dev_injected, 4), strict=True))),
+        # built last, from what the slices above left: adding it changes none of them
+        ("tune-mw", "tune_mw.jsonl", cfg.tune_mw_per_domain,
+         dict(zip(CLASSES, cfg.tune_mw_classes, strict=True))),
     ]
     for name, file, per_dom, classes in plans:
         turns, stats = _stratified(name, mw.strata, dict.fromkeys(doms, per_dom), classes,
@@ -376,18 +382,26 @@ class _ServiceValues(Mapping[str, Sequence[str]]):
         return len(self._d)
 
 
-def build_sgd(cfg: BuildConfig, root: Path) -> tuple[SpecDoc, Slice]:
-    """The SGD slice from the test split (37 workflows, capped per intent and per service)."""
-    doc = sgd.compile_spec("test", root)
-    bundle = parse_spec(doc, "sgd.yaml")
-    schema = sgd.load_schema("test", root)
+def build_sgd(cfg: BuildConfig, root: Path, split: sgd.Split = "test"
+              ) -> tuple[SpecDoc, Slice]:
+    """The SGD slice (37 workflows, capped per intent and per service).
+
+    From the test split it is the benchmark slice `sgd`; from the dev split the same
+    recipe gives `tune-sgd`, a tuning set that shares no dialogue with any benchmark
+    slice (but is the data the adapted NLI model was trained on).
+    """
+    name = "sgd" if split == "test" else "tune-sgd"
+    spec_name = "sgd" if split == "test" else "sgd_dev"
+    doc = sgd.compile_spec(split, root)
+    bundle = parse_spec(doc, f"{spec_name}.yaml")
+    schema = sgd.load_schema(split, root)
     transactional = {f"{s['service_name']}.{it['name']}": bool(it["is_transactional"])
                      for s in schema for it in s["intents"]}
     user_given = {s["service_name"]: {x for it in s["intents"]
                                       for x in [*it["required_slots"], *it["optional_slots"]]}
                   for s in schema}
-    rng = rng_for(cfg.seed, "sgd")
-    all_turns = list(sgd.iter_turns("test", root))
+    rng = rng_for(cfg.seed, name)
+    all_turns = list(sgd.iter_turns(split, root))
     pool_vals = sgd_value_pool(all_turns, bundle)
     eligible = [t for t in all_turns if consistent(t, bundle.workflows[t["workflow"]])]
     # at most N dialogue files per service: a seeded draw among the files it occurs in
@@ -421,7 +435,7 @@ def build_sgd(cfg: BuildConfig, root: Path) -> tuple[SpecDoc, Slice]:
     classes: dict[InjClass, int] = dict(zip(CLASSES, split_even(cfg.sgd_injected, 4),
                                             strict=True))
     used: set[str] = set()
-    turns, stats = _stratified("sgd", {w: strata[w] for w in chosen}, sizes, classes,
+    turns, stats = _stratified(name, {w: strata[w] for w in chosen}, sizes, classes,
                                lambda t: envs[t["workflow"]], rng, used)
     by_service = Counter(t["workflow"].split(".", 1)[0] for t in turns)
     files_per_service = {s: len({t["meta"]["file"] for t in turns
@@ -432,7 +446,8 @@ def build_sgd(cfg: BuildConfig, root: Path) -> tuple[SpecDoc, Slice]:
                   "max_files_per_service": max(files_per_service.values(), default=0),
                   "max_turns_per_workflow": max(Counter(t["workflow"] for t in turns).values(),
                                                 default=0)})
-    return doc, Slice("sgd", "sgd.jsonl", "specs/sgd.yaml", turns, stats)
+    return doc, Slice(name, f"{name.replace('-', '_')}.jsonl", f"specs/{spec_name}.yaml", turns,
+                      stats)
 
 
 def build_sgdx(base: Slice, root: Path) -> tuple[dict[str, SpecDoc], dict[str, Slice]]:
@@ -513,10 +528,10 @@ def build(out_dir: Path, names: Sequence[str] = DEFAULT_SLICES, cfg: BuildConfig
     names = check_requested(names, base)
     specs: dict[str, SpecDoc] = {}
     slices: list[Slice] = []
-    if {"mw-mixed", "uv-rich", "dev"} & set(names):
+    if {"mw-mixed", "uv-rich", "dev", "tune-mw"} & set(names):
         doc, mw = build_multiwoz(cfg, base)
         specs["multiwoz"] = doc
-        slices += [mw[n] for n in ("mw-mixed", "uv-rich", "dev") if n in names]
+        slices += [mw[n] for n in ("mw-mixed", "uv-rich", "dev", "tune-mw") if n in names]
     if {"sgd", "sgd-x"} & set(names):
         doc, s = build_sgd(cfg, base)
         if "sgd" in names:
@@ -527,6 +542,10 @@ def build(out_dir: Path, names: Sequence[str] = DEFAULT_SLICES, cfg: BuildConfig
             for v, d in vspecs.items():
                 specs[f"sgdx_{v}"] = d
             slices += list(vslices.values())
+    if "tune-sgd" in names:
+        doc, s = build_sgd(cfg, base, split="dev")
+        specs["sgd_dev"] = doc
+        slices.append(s)
     if "abcd-uv" in names:
         doc, a = build_abcd(cfg, base)
         specs["abcd"] = doc
