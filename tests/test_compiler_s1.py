@@ -252,3 +252,70 @@ def test_uv_offer_rejected_by_the_user_is_no_support(make_turn, ctx_of: Ctx) -> 
     assert _outcomes(ctx_of(rejected), FailureClass.UV) == [Outcome.ABSTAIN]
     accepted = make_turn(user="Yes, that one.", after={"name": "pizza hut"}, history=hist)
     assert _outcomes(ctx_of(accepted), FailureClass.UV) == [Outcome.FALSE]
+
+
+# ---------------------------------------------------------------- how people write
+def test_uv_support_survives_a_typo_and_a_possessive(make_turn, ctx_of: Ctx) -> None:
+    typo = make_turn(user="Some info on the Cambrige Artworks please", before={},
+                     after={"name": "cambridge artworks"})
+    assert _outcomes(ctx_of(typo), FailureClass.UV) == [Outcome.FALSE]
+    poss = make_turn(user="Tell me about christ 's college", after={"name": "christ college"})
+    assert _outcomes(ctx_of(poss), FailureClass.UV) == [Outcome.FALSE]
+    # one edit in a short word is another value, not a typo
+    other = make_turn(user="Somewhere east", after={"area": "west"})
+    assert _outcomes(ctx_of(other), FailureClass.UV) == [Outcome.ABSTAIN]
+
+
+def test_no_thank_you_declines_the_booking_not_the_offered_place(make_turn, ctx_of: Ctx
+                                                                ) -> None:
+    hist = [{"user": "Italian in the north", "agent": "Try Pizza Hut? Shall I book it?"}]
+    polite = make_turn(user="No, thank you. What is the address?", history=hist,
+                       before={"area": "north", "food": "italian"},
+                       after={"area": "north", "food": "italian", "name": "pizza hut"})
+    assert _outcomes(ctx_of(polite), FailureClass.UV) == [Outcome.FALSE]
+    rejected = make_turn(user="No, something else please.", history=hist,
+                         before={"area": "north", "food": "italian"},
+                         after={"area": "north", "food": "italian", "name": "pizza hut"})
+    assert _outcomes(ctx_of(rejected), FailureClass.UV) == [Outcome.ABSTAIN]
+
+
+def test_pc_a_promise_to_book_later_is_not_a_confirmation(make_turn, ctx_of: Ctx) -> None:
+    later = make_turn(user="ok", agent="Great. I will book a table later.", before={})
+    assert _decide(ctx_of(later), FailureClass.PC) == []
+    now = make_turn(user="ok", agent="Great. I will book a table for you.", before={})
+    assert _outcomes(ctx_of(now), FailureClass.PC) == [Outcome.ABSTAIN]
+
+
+def test_wnf_any_of_prerequisites_through_s1(make_turn, ctx_of: Ctx) -> None:
+    spec = parse_spec({"workflows": [{
+        "id": "hotel", "slots": [{"name": "name"}, {"name": "area"},
+                                 {"name": "stay", "description": "number of nights",
+                                  "type": "number"}],
+        "required": ["area", "stay"], "order": [{"any": ["name", "area"]}, ["stay"]]}]})
+    def ctx(state: dict[str, str], user: str) -> TurnContext:
+        t = parse_turn({"dialogue_id": "d", "turn_id": 0, "workflow": "hotel", "user": user,
+                        "agent": "How many nights?", "state_before": state,
+                        "state_after": state}, spec).turn
+        return make_context(spec, t)
+
+    assert _outcomes(ctx({"name": "acorn"}, "Book the Acorn."), FailureClass.WNF) == [
+        Outcome.FALSE]
+    empty = ctx({}, "I need a room.")
+    (c,) = [c for c in compile_turn(empty) if c.failure_class is FailureClass.WNF]
+    d = SymbolicVerifier().decide([Item(c, empty)])[0]
+    assert d.outcome is Outcome.TRUE and "requires one of area, name first" in d.rationale
+
+
+def test_iuv_date_recorded_in_a_longer_spelling() -> None:
+    spec = parse_spec({"workflows": [{"id": "w", "slots": [
+        {"name": "day", "description": "day of the stay", "type": "date"}]}]})
+
+    def iuv(state_day: str) -> list[Criterion]:
+        t = parse_turn({"dialogue_id": "d", "turn_id": 0, "workflow": "w",
+                        "user": "Starting Monday next week.", "agent": "Sure.",
+                        "state_before": {}, "state_after": {"day": state_day}}, spec).turn
+        return [c for c in compile_turn(make_context(spec, t))
+                if c.failure_class is FailureClass.IUV]
+
+    assert iuv("Monday next week") == []  # holds "monday"
+    assert [c.args["value"] for c in iuv("Tuesday")] == ["monday"]

@@ -174,3 +174,13 @@ def test_real_validation_split_counts() -> None:
     # the loader may read the held-out test split (slices never do: test_slices.py)
     test_ids = {t["dialogue_id"] for t in multiwoz.iter_turns("test", REAL, version="2.1")}
     assert len(test_ids) == 1000
+
+
+def test_a_train_booking_confirms_only_the_train_workflow() -> None:
+    from sage_tod.datasets.multiwoz import _agent_acts
+
+    acts = {"Train-OfferBooked": [["Ref", "X1"]], "Hotel-Inform": [["Area", "east"]]}
+    names = frozenset({"hotel-area", "train-day"})
+    assert _agent_acts(acts, "train", frozenset({"train-day"}), names)["confirm"] is True
+    hotel = _agent_acts(acts, "hotel", frozenset({"hotel-area"}), names)
+    assert hotel["confirm"] is False and hotel["inform"] == {"hotel-area": "east"}

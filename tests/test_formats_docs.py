@@ -22,7 +22,10 @@ def test_examples_parse_and_reproduce(tmp_path: Path) -> None:
     import yaml
 
     specs = [parse_spec(yaml.safe_load(b), "doc") for b in _blocks("spec-example")]
-    assert len(specs) == 2 and "taxi_booking" in specs[1].workflows
+    assert len(specs) == 3 and "taxi_booking" in specs[2].workflows
+    hotel = specs[1].workflows["hotel_booking"]
+    assert hotel.any_buckets == {0} and not hotel.missing_prereqs("hotel-bookday",
+                                                                  {"hotel-name": "acorn"})
     turns_file = tmp_path / "t.jsonl"
     turns_file.write_text("".join(_blocks("turn-example")))
     spec_file = tmp_path / "s.yaml"

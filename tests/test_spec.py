@@ -59,8 +59,35 @@ def test_single_workflow_and_shared_slots_and_precedes() -> None:
     assert shared.workflows["w"].slots["a"].type == "time"
     pairs = parse_spec(_wf(order=None, precedes=[["a", "b"], ["b", "c"]]))
     wf = pairs.workflows["w"]
-    assert wf.prereqs["c"] == {"a", "b"}
+    assert wf.missing_prereqs("c", {}) == {"a", "b"}
+    assert wf.missing_prereqs("c", {"a": "x"}) == {"b"}
     assert wf.buckets == (("a",), ("b",), ("c",))
+
+
+def test_any_of_bucket_opens_later_buckets_with_one_member() -> None:
+    # "book once the search has started": by name or by area, whichever the user gave
+    wf = parse_spec(_wf(order=[{"any": ["a", "opt"]}, ["b", "c"]], required=["a", "b", "c"])
+                    ).workflows["w"]
+    assert wf.missing_prereqs("b", {}) == {"a", "opt"}
+    assert wf.describe_missing("b", {}) == "one of a, opt"
+    assert not wf.missing_prereqs("b", {"opt": "x"})  # an optional alternative is enough
+    assert not wf.missing_prereqs("b", {"a": "x"})
+    assert not wf.missing_prereqs("b", {}, also=["opt"])  # supplied in the same turn
+    assert wf.next_fields({}) == ("a",)
+    assert wf.next_fields({"opt": "x"}) == ("a", "b", "c")
+    assert wf.order_text() == "any{a, opt} < {b, c}"
+    mixed = parse_spec(_wf(order=[["a"], {"any": ["b", "opt"]}, ["c"]])).workflows["w"]
+    assert mixed.describe_missing("c", {}) == "a, one of b, opt"
+    assert not mixed.missing_prereqs("c", {"a": "1", "opt": "2"})
+
+
+def test_optional_slot_only_in_an_any_bucket() -> None:
+    err = _err({"workflows": [_wf(order=[["a", "opt"], ["b", "c"]])]})
+    assert err.problem.field == "workflows[0].order[0][1]" and "not a required field" in str(err)
+    err = _err({"workflows": [_wf(order=[{"any": ["a", "zz"]}, ["b", "c"]])]})
+    assert err.problem.field == "workflows[0].order[0].any[1]" and "unknown slot" in str(err)
+    err = _err({"workflows": [_wf(order=[{"any": ["a"], "all": ["b"]}, ["b", "c"]])]})
+    assert err.problem.field == "workflows[0].order" and "bucket 0" in str(err)
 
 
 @pytest.mark.parametrize(("data", "field", "words"), [

@@ -422,7 +422,7 @@ def specs_validate(spec: Annotated[Path, typer.Argument(help="spec file")]) -> N
     """Validate a spec file and list its workflows."""
     bundle = _guard(lambda: load_spec(spec))
     for wf in bundle.workflows.values():
-        order = " < ".join("{" + ", ".join(b) + "}" for b in wf.buckets) or "-"
+        order = wf.order_text() or "-"
         out.print(f"[bold]{wf.id}[/]: {len(wf.slots)} slots, {len(wf.required)} required; "
                   f"order {order}; outcome {wf.outcome_text}", highlight=False)
 

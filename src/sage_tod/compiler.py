@@ -16,6 +16,7 @@ from sage_tod.detect import detect_confirmation, detect_requests
 from sage_tod.diff import SlotChange, state_diff
 from sage_tod.extract import extract_user_values
 from sage_tod.spec import SpecBundle, Workflow
+from sage_tod.textmatch import find_value
 from sage_tod.turns import Turn
 
 
@@ -75,7 +76,13 @@ def _holds(ctx: TurnContext, slot: str, readings: tuple[str, ...]) -> bool:
     spec = ctx.spec.slot(slot, ctx.workflow)
     if spec is None:
         return any(ctx.workflow.equals(slot, value, r) for r in readings)
-    return any(spec.normalize(value) == spec.normalize(r) for r in readings)
+    if any(spec.normalize(value) == spec.normalize(r) for r in readings):
+        return True
+    # free text and dates are recorded in many spellings: "Monday next week" holds
+    # "Monday", "Fresno" holds "Fresno, CA"
+    return spec.type in {"free", "date"} and any(
+        find_value(value, r, spec) is not None or find_value(r, value, spec) is not None
+        for r in readings)
 
 
 def _iuv(ctx: TurnContext) -> list[Criterion]:

@@ -55,6 +55,8 @@ _STRONG_CONFIRM = [
 _IMPLIED_CONFIRM = re.compile(
     r"\b(booked|reserved|confirmed|done|taken care of|all set|good to go|on (its|it's) way|"
     r"i('ll| will) (go ahead and )?(book|reserve)|going ahead)\b")
+# "I will book a time later", "I'll book it once you decide": a promise, not a booking
+_DEFERRAL = re.compile(r"\b(later|once you|when you|after you|if you|as soon as)\b")
 _REFUSAL = re.compile(
     r"\b(not|n't|unable|cannot|can't|unfortunately|unsuccessful|failed|fail|no availability|"
     r"fully booked|sold out|already booked|couldn't|could not|wasn't|isn't)\b")
@@ -197,6 +199,6 @@ def _confirmation_span(text: str, wf: Workflow) -> tuple[int, int, bool] | None:
             if m:
                 return s + m.start(), s + m.end(), True
         m = _IMPLIED_CONFIRM.search(folded)
-        if m and implied is None:
+        if m and implied is None and not _DEFERRAL.search(folded):
             implied = (s + m.start(), s + m.end(), False)
     return implied

@@ -67,6 +67,14 @@ class SlotSpec(BaseModel):
         return list(seen)
 
 
+class _AnyBucket(BaseModel):
+    """`{any: [a, b]}` in `order`: later buckets open once any one of a, b is filled."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    any: list[str] = Field(min_length=1)
+
+
 class _WorkflowModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -74,7 +82,21 @@ class _WorkflowModel(BaseModel):
     description: str = ""
     slots: list[SlotSpec | str] = Field(default_factory=list)
     required: list[str] = Field(default_factory=list)
-    order: list[list[str]] | None = None
+    order: list[list[str] | _AnyBucket] | None = None
+
+    @field_validator("order", mode="before")
+    @classmethod
+    def _bucket_shapes(cls, v: Any) -> Any:
+        # a union's own error ("order[0].list[str]: should be a valid list") hides the rule
+        if isinstance(v, list):
+            for b, bucket in enumerate(v):
+                if isinstance(bucket, dict) and set(bucket) != {"any"}:
+                    raise ValueError(f"bucket {b}: a mapping bucket is written {{any: [slots]}}; "
+                                     f"got keys {sorted(bucket)}")
+                if not isinstance(bucket, list | dict):
+                    raise ValueError(f"bucket {b}: write a list of slots or {{any: [slots]}}")
+        return v
+
     precedes: list[tuple[str, str]] | None = None
     outcome: str | None = None
     confirmation_cues: list[str] = Field(default_factory=list)
@@ -97,10 +119,13 @@ class Workflow:
     slots: Mapping[str, SlotSpec]
     required: tuple[str, ...]
     buckets: tuple[tuple[str, ...], ...]
-    prereqs: Mapping[str, frozenset[str]]
+    # field -> groups that must each have at least one member filled before it: an
+    # all-of bucket contributes one singleton group per field, an any-of bucket one group
+    prereqs: Mapping[str, tuple[frozenset[str], ...]]
     outcome: Node
     outcome_text: str
     confirmation_cues: tuple[str, ...]
+    any_buckets: frozenset[int] = frozenset()  # indices into `buckets` that are any-of
 
     def slot(self, name: str) -> SlotSpec | None:
         return self.slots.get(name)
@@ -115,11 +140,30 @@ class Workflow:
         """Next(W, s): unfilled required fields whose prerequisites are all filled."""
         done = self.filled(state)
         return tuple(f for f in self.required
-                     if f not in done and self.prereqs.get(f, frozenset()) <= done)
+                     if f not in done and not self.missing_prereqs(f, state))
 
-    def missing_prereqs(self, name: str, state: Mapping[str, str]) -> frozenset[str]:
-        """Required fields that must be filled before `name` may be requested."""
-        return self.prereqs.get(name, frozenset()) - self.filled(state)
+    def unmet_groups(self, name: str, state: Mapping[str, str],
+                     also: Iterable[str] = ()) -> tuple[frozenset[str], ...]:
+        """Prerequisite groups of `name` with no member filled (nor in `also`, fields the
+        agent supplies or asks for in the same turn)."""
+        done = self.filled(state) | frozenset(also)
+        return tuple(g for g in self.prereqs.get(name, ()) if not g & done)
+
+    def missing_prereqs(self, name: str, state: Mapping[str, str],
+                        also: Iterable[str] = ()) -> frozenset[str]:
+        """Fields that must be filled (one per any-of group) before `name` may be requested."""
+        return frozenset(f for g in self.unmet_groups(name, state, also) for f in g)
+
+    def describe_missing(self, name: str, state: Mapping[str, str]) -> str:
+        """"hotel-area" or "one of hotel-area, hotel-name": for rationales and repair hints."""
+        parts = [next(iter(g)) if len(g) == 1 else "one of " + ", ".join(sorted(g))
+                 for g in self.unmet_groups(name, state)]
+        return ", ".join(sorted(parts))
+
+    def order_text(self, sep: str = " < ", brackets: str = "{}") -> str:
+        """The ordering for people: `{a, b} < {c}`; any-of buckets read `any{a, b}`."""
+        return sep.join(("any" if i in self.any_buckets else "") + brackets[0] + ", ".join(b)
+                        + brackets[1] for i, b in enumerate(self.buckets))
 
     def equals(self, slot: str, a: str, b: str) -> bool:
         spec = self.slots.get(slot)
@@ -269,11 +313,13 @@ def _build_workflow(wm: _WorkflowModel, shared: Mapping[str, SlotSpec],
     if wm.order is not None and wm.precedes is not None:
         raise InputError(path, "give either 'order' (buckets) or 'precedes' (pairs), not both",
                          field=f"{where}.precedes")
+    any_buckets: frozenset[int] = frozenset()
     if wm.precedes is not None:
         buckets, prereqs = _from_pairs(wm.precedes, slots, req, path, where)
     else:
-        order = wm.order if wm.order is not None else [list(req)] if req else []
-        buckets, prereqs = _from_buckets(order, slots, req, path, where)
+        order: list[list[str] | _AnyBucket] = (
+            list(wm.order) if wm.order is not None else [list(req)] if req else [])
+        buckets, prereqs, any_buckets = _from_buckets(order, slots, req, path, where)
     outcome_text = wm.outcome if wm.outcome is not None else "all_required"
     try:
         node = expand_all_required(parse_predicate(outcome_text), req)
@@ -286,21 +332,34 @@ def _build_workflow(wm: _WorkflowModel, shared: Mapping[str, SlotSpec],
         id=wm.id, description=wm.description, slots=slots, required=req, buckets=buckets,
         prereqs=prereqs, outcome=node, outcome_text=render(node),
         confirmation_cues=tuple(c for c in wm.confirmation_cues if c.strip()),
+        any_buckets=any_buckets,
     )
 
 
-def _from_buckets(order: list[list[str]], slots: Mapping[str, SlotSpec], req: tuple[str, ...],
-                  path: str | Path, where: str
-                  ) -> tuple[tuple[tuple[str, ...], ...], dict[str, frozenset[str]]]:
+Groups = tuple[frozenset[str], ...]
+
+
+def _from_buckets(order: list[list[str] | _AnyBucket], slots: Mapping[str, SlotSpec],
+                  req: tuple[str, ...], path: str | Path, where: str
+                  ) -> tuple[tuple[tuple[str, ...], ...], dict[str, Groups], frozenset[int]]:
     seen: dict[str, int] = {}
-    for b, bucket in enumerate(order):
+    lists: list[list[str]] = []
+    any_idx: set[int] = set()
+    for b, raw in enumerate(order):
+        is_any = isinstance(raw, _AnyBucket)
+        bucket = raw.any if isinstance(raw, _AnyBucket) else raw
+        if is_any:
+            any_idx.add(b)
+        lists.append(bucket)
         for j, name in enumerate(bucket):
-            loc = f"{where}.order[{b}][{j}]"
+            loc = f"{where}.order[{b}]" + (f".any[{j}]" if is_any else f"[{j}]")
             if name not in slots:
                 raise InputError(path, f"unknown slot {name!r}", field=loc)
-            if name not in req:
-                raise InputError(path, f"{name!r} is not a required field; order lists only "
-                                 "required fields (optional slots may come any time)", field=loc)
+            if name not in req and not is_any:
+                raise InputError(path, f"{name!r} is not a required field; an all-of bucket "
+                                 "lists only required fields (optional slots may come any "
+                                 "time, or stand as alternatives in an {any: [...]} bucket)",
+                                 field=loc)
             if name in seen:
                 raise InputError(path, f"ordering cycle: {name!r} is in bucket {seen[name]} and "
                                  f"bucket {b}, so it would have to come before and after "
@@ -310,18 +369,23 @@ def _from_buckets(order: list[list[str]], slots: Mapping[str, SlotSpec], req: tu
     if missing:
         raise InputError(path, f"order must place every required field; missing {missing}",
                          field=f"{where}.order")
-    prereqs: dict[str, frozenset[str]] = {}
-    earlier: set[str] = set()
-    for bucket in order:
+    prereqs: dict[str, Groups] = {}
+    earlier: list[frozenset[str]] = []
+    for b, bucket in enumerate(lists):
         for name in bucket:
-            prereqs[name] = frozenset(earlier)
-        earlier.update(bucket)
-    return tuple(tuple(b) for b in order if b), prereqs
+            prereqs[name] = tuple(earlier)
+        if b in any_idx:
+            earlier.append(frozenset(bucket))
+        else:
+            earlier.extend(frozenset([f]) for f in bucket)
+    kept = [b for b, bucket in enumerate(lists) if bucket]
+    return (tuple(tuple(lists[b]) for b in kept), prereqs,
+            frozenset(kept.index(b) for b in any_idx if b in kept))
 
 
 def _from_pairs(pairs: list[tuple[str, str]], slots: Mapping[str, SlotSpec],
                 req: tuple[str, ...], path: str | Path, where: str
-                ) -> tuple[tuple[tuple[str, ...], ...], dict[str, frozenset[str]]]:
+                ) -> tuple[tuple[tuple[str, ...], ...], dict[str, Groups]]:
     direct: dict[str, set[str]] = {f: set() for f in req}
     for j, (a, b) in enumerate(pairs):
         for name in (a, b):
@@ -361,4 +425,4 @@ def _from_pairs(pairs: list[tuple[str, str]], slots: Mapping[str, SlotSpec],
     for f in req:
         layers.setdefault(depth[f], []).append(f)
     buckets = tuple(tuple(layers[d]) for d in sorted(layers))
-    return buckets, closure
+    return buckets, {f: tuple(frozenset([p]) for p in sorted(ps)) for f, ps in closure.items()}

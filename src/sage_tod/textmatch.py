@@ -112,13 +112,47 @@ def find_times(text: str) -> list[tuple[int, int, frozenset[str]]]:
     return out
 
 
-def _find_tokens(text: str, needle: list[str]) -> tuple[int, int] | None:
+def _content_tokens(text: str) -> list[tuple[str, int, int]]:
+    """Tokens without the possessive "s" ("christ 's college" reads as "christ college")."""
+    return [(t, a, b) for t, a, b in tokens_with_spans(text)
+            if not (t == "s" and a > 0 and text[a - 1] in "'\u2019 "
+                    and "'" in fold(text[max(0, a - 2):a]))]
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """At most one insertion, deletion, substitution or swap ("cambrige"/"cambridge")."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
+    return short[i:] == long_[i + 1:]
+
+
+def _same_token(tok: str, want: str, fuzzy: bool) -> bool:
+    if tok == want:
+        return True
+    # a typo in a long word, never in short words or numbers ("east"/"west", "17:15")
+    return (fuzzy and len(want) >= 6 and len(tok) >= 6 and want.isalpha() and tok.isalpha()
+            and tok[0] == want[0] and _one_edit(tok, want))
+
+
+def _find_tokens(text: str, needle: list[str], fuzzy: bool = False) -> tuple[int, int] | None:
     if not needle:
         return None
-    toks = tokens_with_spans(text)
+    toks = _content_tokens(text)
     n = len(needle)
     for i in range(len(toks) - n + 1):
-        if all(toks[i + k][0] == needle[k] for k in range(n)):
+        window = [toks[i + k][0] for k in range(n)]
+        if all(window[k] == needle[k] for k in range(n)):
+            return toks[i][1], toks[i + n - 1][2]
+        if fuzzy and sum(window[k] != needle[k] for k in range(n)) == 1 and all(
+                _same_token(window[k], needle[k], True) for k in range(n)):
             return toks[i][1], toks[i + n - 1][2]
     return None
 
@@ -151,12 +185,14 @@ def _date_forms(value: str) -> list[list[str]]:
     return forms
 
 
-def find_value(text: str, value: str, slot: SlotSpec | None) -> Found | None:
+def find_value(text: str, value: str, slot: SlotSpec | None, fuzzy: bool = False
+               ) -> Found | None:
     """Where `text` states `value` for `slot`, or None.
 
     Matching is token-exact after normalisation, widened by the slot's
     synonyms, number words and clock-time readings; paraphrases beyond that
-    are left to S2 on purpose.
+    are left to S2 on purpose. `fuzzy` also accepts one typo in one long word
+    of the value ("Cambrige Artworks"), which is how people type.
     """
     if not text or not value:
         return None
@@ -188,8 +224,14 @@ def find_value(text: str, value: str, slot: SlotSpec | None) -> Found | None:
     if stype == "free":  # "the Lensfield Hotel" is stated by "Lensfield Hotel" too
         forms += [f[1:] for f in forms if len(f) > 1 and f[0] in {"the", "a", "an"}]
     # longest form first so "city centre" wins over "centre"
+    forms = [[t for t in f if t != "s"] or f for f in forms]  # possessives, as in the text
     for form in sorted(forms, key=len, reverse=True):
         hit = _find_tokens(text, form)
         if hit:
             return Found(hit[0], hit[1], key)
+    if fuzzy:
+        for form in sorted(forms, key=len, reverse=True):
+            hit = _find_tokens(text, form, fuzzy=True)
+            if hit:
+                return Found(hit[0], hit[1], key)
     return None

@@ -47,7 +47,7 @@ def schema_text(wf: Workflow) -> str:
 def order_text(wf: Workflow) -> str:
     if not wf.buckets:
         return "no ordering"
-    return " -> ".join("[" + ", ".join(b) + "]" for b in wf.buckets)
+    return wf.order_text(" -> ", "[]")
 
 
 def _state(state: Mapping[str, str]) -> str:

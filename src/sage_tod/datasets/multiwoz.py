@@ -203,9 +203,12 @@ def _agent_acts(acts: Mapping[str, Any], domain: str, wf_slots: frozenset[str],
     confirm = False
     for act, pairs in acts.items():
         dom, kind = _act_domain(act), act.split("-", 1)[-1]
-        if act in ("Booking-Book", "Train-OfferBooked"):
+        # a booking confirms this turn's workflow only when it is this domain's booking
+        # ("I booked your train" in a hotel turn confirms nothing about the hotel)
+        if act == "Booking-Book" or (act == "Train-OfferBooked" and domain == "train"):
             confirm = True
-        if act == "Taxi-Inform" and any(s in ("Car", "Phone") for s, _ in pairs):
+        if (act == "Taxi-Inform" and domain == "taxi"
+                and any(s in ("Car", "Phone") for s, _ in pairs)):
             confirm = True  # a taxi booking is confirmed by naming the car and its number
         if dom == "booking":
             dom = domain
@@ -375,11 +378,17 @@ def _workflow(service: Mapping[str, Any], stats: CompletionStats, onto: Mapping[
         types[name] = _slot_type(s, onto.get(name, []))
         doc: dict[str, Any] = {"name": name, "description": s["description"], "type": types[name]}
         if types[name] == "categorical":
-            doc["values"] = [str(v) for v in s["possible_values"]]
+            values = [str(v) for v in s["possible_values"]]
+            if {"yes", "free"} <= set(values):
+                # "free wifi" is how users say internet = yes; the states write "yes"
+                values.remove("free")
+                doc["synonyms"] = {"yes": ["free"]}
+            doc["values"] = values
         slot_docs.append(doc)
     declared = dedupe(s for it in service["intents"] for s in it["required_slots"])
     fill = stats.fill
     groups: list[tuple[str, str]] = []
+    grouped: set[str] = set()
     if declared:
         required = [s for s in slots if s in declared]
         core = list(required)
@@ -394,7 +403,13 @@ def _workflow(service: Mapping[str, Any], stats: CompletionStats, onto: Mapping[
         core = [s for s in required if fill[s] >= OUTCOME_FILL]
     search = [s for s in required if s.split("-", 1)[1] in db_keys]
     booking = [s for s in required if s not in search]
-    order = [b for b in (search, booking) if b]
+    order: list[Any] = [b for b in (search, booking) if b]
+    if search and booking and all(fill[s] < OUTCOME_FILL for s in search):
+        # completions happen without each search field (a hotel picked by name has no
+        # area): booking opens once the search has started, by any of them or by a
+        # search field of an or-group (restaurant food or name)
+        alts = [s for s in slots if s in search or (s in grouped and s.split("-", 1)[1] in db_keys)]
+        order = [{"any": alts}, booking]
     wf: dict[str, Any] = {
         "id": domain,
         "description": service.get("description", ""),

@@ -20,9 +20,11 @@ from sage_tod.textmatch import find_dontcare, find_value
 from sage_tod.verifiers.base import Item, register_stage
 
 PcState = Literal["after", "before"]
+# "No, thank you. What's the address?" declines the agent's offer to book, not the place
 _REJECTION = re.compile(
-    r"^\W*(no|nope|nah|not really|not that)\b|\b(something else|another one|a different one|"
-    r"other options?|don'?t like|not interested|none of (those|them))\b")
+    r"^\W*(no|nope|nah|not really|not that)\b(?!\W*(thanks|thank you)\b)|"
+    r"\b(something else|another one|a different one|other options?|don'?t like|"
+    r"not interested|none of (those|them))\b")
 WnfState = Literal["either", "before"]
 
 
@@ -115,7 +117,7 @@ def find_support(ctx: TurnContext, slot: str, value: str) -> Span | None:
             reply = hist[index + 1].user if index + 1 < len(hist) else ctx.turn.user
             if _REJECTION.search(fold(reply)):
                 continue  # an offer the user turned down supports nothing
-        hit = find_value(text, value, spec)
+        hit = find_value(text, value, spec, fuzzy=True)
         if hit is not None:
             return Span(source=source, index=index, start=hit.start, end=hit.end,
                         text=text[hit.start:hit.end])
@@ -155,27 +157,25 @@ def _legality(slot: str, ctx: TurnContext, wnf_state: WnfState,
         return True, f"{slot} is not a slot of workflow {wf.id}"
     if wf.is_optional(slot):
         return True, f"{slot} is optional and may be requested any time"
-    missing_before = wf.missing_prereqs(slot, ctx.before)
-    if not missing_before:
+    if not wf.missing_prereqs(slot, ctx.before):
         return True, f"{slot} is legal next under s_{{t-1}}"
     # an agent that proposes a value for a prerequisite in this very turn ("How about
     # the Acorn? How many nights?") has supplied it; only declared acts count
     offered = {s for s, v in (ctx.turn.agent_acts.inform if ctx.turn.agent_acts else {}).items()
                if v.strip()}
     if wnf_state == "before":
-        return False, (f"{slot} requires {', '.join(sorted(missing_before))} first, unfilled "
-                       "in s_{t-1}")
-    missing_after = wf.missing_prereqs(slot, ctx.after)
-    if not missing_after:
+        return False, (f"{slot} requires {wf.describe_missing(slot, ctx.before)} first, "
+                       "unfilled in s_{t-1}")
+    if not wf.missing_prereqs(slot, ctx.after):
         return True, (f"{slot} became legal this turn (prerequisites "
-                      f"{', '.join(sorted(missing_before))} filled in s_t)")
-    if missing_after <= offered:
-        return True, (f"{slot} is legal: the agent offers {', '.join(sorted(missing_after))} "
-                      "in a_t (agent_acts.inform)")
-    if missing_after <= offered | asked_with:
+                      f"{wf.describe_missing(slot, ctx.before)} filled in s_t)")
+    if not wf.missing_prereqs(slot, ctx.after, offered):
+        return True, (f"{slot} is legal: the agent offers "
+                      f"{wf.describe_missing(slot, ctx.after)} in a_t (agent_acts.inform)")
+    if not wf.missing_prereqs(slot, ctx.after, offered | asked_with):
         return True, (f"{slot} is asked together with its prerequisites "
-                      f"{', '.join(sorted(missing_after))} in a_t")
-    return False, (f"{slot} requires {', '.join(sorted(missing_after))} first, still "
+                      f"{wf.describe_missing(slot, ctx.after)} in a_t")
+    return False, (f"{slot} requires {wf.describe_missing(slot, ctx.after)} first, still "
                    "unfilled in s_t")
 
 
