@@ -319,3 +319,12 @@ def test_iuv_date_recorded_in_a_longer_spelling() -> None:
 
     assert iuv("Monday next week") == []  # holds "monday"
     assert [c.args["value"] for c in iuv("Tuesday")] == ["monday"]
+
+
+def test_uv_party_size_said_in_words(make_turn, ctx_of: Ctx) -> None:
+    alone = make_turn(user="Tuesday, and it's just me.", after={"people": "1"})
+    assert _outcomes(ctx_of(alone), FailureClass.UV) == [Outcome.FALSE]
+    pair = make_turn(user="For me and my wife.", after={"people": "2"})
+    assert _outcomes(ctx_of(pair), FailureClass.UV) == [Outcome.FALSE]
+    wrong = make_turn(user="For me and my wife.", after={"people": "3"})
+    assert _outcomes(ctx_of(wrong), FailureClass.UV) == [Outcome.ABSTAIN]

@@ -112,6 +112,19 @@ def find_times(text: str) -> list[tuple[int, int, frozenset[str]]]:
     return out
 
 
+# How people state a party size without a number ("just me", "my wife and I"); only for
+# count slots about people
+_PARTY_SLOT = re.compile(r"people|person|guest|party|passenger|traveller|traveler|seat|ticket",
+                         re.IGNORECASE)
+_PARTY_SIZES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("1", re.compile(r"\b(just|only) (me|myself)\b|\bby myself\b|\bon my own\b|"
+                     r"\b(i'?m|i am) (alone|travell?ing alone|on my own)\b")),
+    ("2", re.compile(r"\b(the two of us|both of us|me and my (wife|husband|partner|friend|"
+                     r"girlfriend|boyfriend)|my (wife|husband|partner|friend|girlfriend|"
+                     r"boyfriend) and (i|me))\b")),
+)
+
+
 def _content_tokens(text: str) -> list[tuple[str, int, int]]:
     """Tokens without the possessive "s" ("christ 's college" reads as "christ college")."""
     return [(t, a, b) for t, a, b in tokens_with_spans(text)
@@ -213,6 +226,11 @@ def find_value(text: str, value: str, slot: SlotSpec | None, fuzzy: bool = False
             for tok, s, e in tokens_with_spans(text):
                 if tok == n:
                     return Found(s, e, n)
+            if slot is not None and _PARTY_SLOT.search(f"{slot.name} {slot.description}"):
+                for count, pattern in _PARTY_SIZES:
+                    m = pattern.search(fold(text))
+                    if m and count == n:
+                        return Found(m.start(), m.end(), n)
             return None
     forms: list[list[str]] = []
     if stype == "date":
