@@ -318,7 +318,8 @@ def test_iuv_date_recorded_in_a_longer_spelling() -> None:
                 if c.failure_class is FailureClass.IUV]
 
     assert iuv("Monday next week") == []  # holds "monday"
-    assert [c.args["value"] for c in iuv("Tuesday")] == ["monday"]
+    (c,) = iuv("Tuesday")
+    assert c.args["value"].lower().startswith("monday")
 
 
 def test_uv_party_size_said_in_words(make_turn, ctx_of: Ctx) -> None:
