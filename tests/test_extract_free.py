@@ -358,3 +358,31 @@ def test_time_held_in_words_is_not_ignored(bundle: SpecBundle) -> None:
                 after={"pickup_time": "half past 6 in the evening"}) == []
     ((c, o),) = _iuv(bundle, "cars", "I want the car at half past 6 in the evening.")
     assert c.args["readings"] == ["18:30"] and o is Outcome.TRUE
+
+
+_TWO_TASKS = parse_spec({"workflows": [
+    {"id": "hotel", "slots": [
+        {"name": "hotel-stars", "description": "star rating of the hotel", "type": "number"},
+        {"name": "hotel-bookstay", "description": "number of nights to stay", "type": "number"},
+        {"name": "hotel-bookpeople", "description": "number of people", "type": "number"}]},
+    {"id": "restaurant", "slots": [
+        {"name": "restaurant-bookpeople", "description": "number of people",
+         "type": "number"}, {"name": "restaurant-area", "description": "area"}]},
+    {"id": "train", "slots": [
+        {"name": "train-bookpeople", "description": "number of tickets", "type": "number"},
+        {"name": "train-day", "description": "day of the journey", "type": "date"}]}]})
+
+
+def _said(user: str, wf: str) -> list[tuple[str, tuple[str, ...]]]:
+    t = parse_turn({"dialogue_id": "d", "turn_id": 0, "workflow": wf, "user": user,
+                    "agent": "ok", "state_before": {}, "state_after": {}}, _TWO_TASKS).turn
+    return [(e.value, e.candidates)
+            for e in extract_user_values(t, _TWO_TASKS.workflows[wf], _TWO_TASKS)]
+
+
+def test_the_noun_after_a_count_names_what_it_counts() -> None:
+    assert _said("a place with 4 stars for two nights", "hotel") == [
+        ("4", ("hotel-stars",)), ("2", ("hotel-bookstay",))]
+    assert _said("a table for two nights", "restaurant") == []  # no people counted
+    assert _said("a table for 4 at 7 please", "restaurant") == [
+        ("4", ("restaurant-bookpeople",))]

@@ -71,6 +71,10 @@ _PREP_HINTS = {"from": {"departure", "depart", "leave", "leaving", "origin", "or
                "returning": {"return", "dropoff", "drop", "returning", "inbound"}}
 # "2 years ago", "one way", "one of them": a number word that counts nothing
 _NOT_A_COUNT_AFTER = frozenset({"way", "of", "another", "more", "ago"})
+# what may follow a bare "for 4" that counts the party ("a table for 4 at 7pm, please")
+_AFTER_A_BARE_COUNT = frozenset({"at", "on", "and", "please", "in", "by", "this", "next",
+                                 "tonight", "today", "tomorrow", "then", "thanks", "from",
+                                 "to", "with", "pm", "am"})
 _AGO = frozenset({"ago", "back", "before", "earlier", "old"})
 _TIME_UNITS = frozenset({"year", "years", "month", "months", "week", "weeks", "day", "days",
                          "hour", "hours", "minute", "minutes"})
@@ -240,8 +244,8 @@ def _extract_from_text(turn: Turn, wf: Workflow) -> list[Extraction]:
     recorded: dict[str, list[str]] = {}
     for state in (after, turn.before()):
         for slot, value in state.items():
-            spec = wf.slots.get(slot)
-            if spec is not None and spec.type == "free" and slot not in recorded.get(value, []):
+            sspec = wf.slots.get(slot)
+            if sspec is not None and sspec.type == "free" and slot not in recorded.get(value, []):
                 recorded.setdefault(value, []).append(slot)
     for value in sorted(recorded, key=len, reverse=True):
         hit = find_value(text, value, wf.slots[recorded[value][0]])
@@ -394,10 +398,15 @@ def _counts(text: str, wf: Workflow, add: _Add, free: _Free) -> None:
         for slot in _compound_hits(cues, nxt[:1]):
             hits[slot] = hits.get(slot, 0) + 1
         cands = [sp.name for sp in number_slots if hits.get(sp.name)]
+        # the noun right after a count names what it counts: "4 stars for two nights"
+        named = [c for c in cands if nxt and c in cues.slots_for(nxt[:1])]
+        if named:
+            cands = named
         if cands:
             add(n, cands, s, e, "number")
         elif (len(number_slots) == 1 and i > 0 and toks[i - 1][0] == "for"
-              and not (nxt and nxt[0] in _TIME_UNITS)):  # "for 3 days" counts no people
+              and (not nxt or nxt[0] in _AFTER_A_BARE_COUNT or normalize_number(nxt[0]))):
+            # "for 3 days"/"for two nights" count no people, "a table for 4 at 7" does
             # "a table for 4": the only count slot, but no cue word: not exact
             add(n, [number_slots[0].name], s, e, "number", confidence=0.6)
 
