@@ -147,11 +147,11 @@ def _one_edit(a: str, b: str) -> bool:
     return short[i:] == long_[i + 1:]
 
 
-def _same_token(tok: str, want: str, fuzzy: bool) -> bool:
+def _same_or_typo(tok: str, want: str) -> bool:
     if tok == want:
         return True
     # a typo in a long word, never in short words or numbers ("east"/"west", "17:15")
-    return (fuzzy and len(want) >= 6 and len(tok) >= 6 and want.isalpha() and tok.isalpha()
+    return (len(want) >= 6 and len(tok) >= 6 and want.isalpha() and tok.isalpha()
             and tok[0] == want[0] and _one_edit(tok, want))
 
 
@@ -165,7 +165,7 @@ def _find_tokens(text: str, needle: list[str], fuzzy: bool = False) -> tuple[int
         if all(window[k] == needle[k] for k in range(n)):
             return toks[i][1], toks[i + n - 1][2]
         if fuzzy and sum(window[k] != needle[k] for k in range(n)) == 1 and all(
-                _same_token(window[k], needle[k], True) for k in range(n)):
+                _same_or_typo(window[k], needle[k]) for k in range(n)):
             return toks[i][1], toks[i + n - 1][2]
     return None
 
