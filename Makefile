@@ -28,6 +28,7 @@ test: $(STAMP) lint typecheck unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from sage_tod import demo
-from sage_tod.compiler import TurnContext, make_context
-from sage_tod.spec import SpecBundle, load_spec
-from sage_tod.turns import Turn, parse_turn
+from sage_tod.compiler.context import TurnContext, make_context
+from sage_tod.contracts.spec import SpecBundle, load_spec
+from sage_tod.contracts.turns import Turn, parse_turn
 
 SPEC_YAML = """
 version: 1

@@ -10,7 +10,11 @@ from typing import Any
 import pytest
 
 from fake_openai import FakeOpenAI, Recorded, Reply, garbage, hang, ok, status
-from sage_tod.baselines import (
+from sage_tod.contracts.criteria import FailureClass
+from sage_tod.contracts.spec import SpecBundle
+from sage_tod.contracts.turns import Turn
+from sage_tod.contracts.verdicts import Verdict
+from sage_tod.lab.baselines.runner import (
     BASELINES,
     available_baselines,
     calibrate_threshold,
@@ -19,11 +23,7 @@ from sage_tod.baselines import (
     parse_judge_json,
     run_baseline,
 )
-from sage_tod.criteria import FailureClass
 from sage_tod.llm import LLMClient, config_from_options
-from sage_tod.spec import SpecBundle
-from sage_tod.turns import Turn
-from sage_tod.verdicts import Verdict
 
 KEY_ENV = "SAGE_TOD_TEST_KEY"
 SECRET = "sk-test-SECRET-baselines-42"

@@ -10,12 +10,12 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from sage_tod import demo
-from sage_tod.bench import compute_results, run_one, slice_infos, verdict_path
-from sage_tod.bench_report import write_report
-from sage_tod.cli import app
-from sage_tod.scoring import score
-from sage_tod.turns import read_gold_labels
-from sage_tod.verdicts import read_verdicts
+from sage_tod.cli.app import app
+from sage_tod.contracts.turns import read_gold_labels
+from sage_tod.contracts.verdicts import read_verdicts
+from sage_tod.lab.bench import compute_results, run_one, slice_infos, verdict_path
+from sage_tod.lab.bench_report import write_report
+from sage_tod.outputs.scoring import score
 
 
 def _slices(tmp_path: Path) -> Path:

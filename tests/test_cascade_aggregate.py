@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from sage_tod.aggregate import turn_verdict
-from sage_tod.cascade import Cascade, CriterionResult, UnknownConfig
-from sage_tod.criteria import Criterion, Decision, FailureClass, Outcome
-from sage_tod.evaluator import Evaluator
-from sage_tod.spec import SpecBundle
+from sage_tod.contracts.criteria import Criterion, Decision, FailureClass, Outcome
+from sage_tod.contracts.spec import SpecBundle
+from sage_tod.evaluation.aggregate import turn_verdict
+from sage_tod.evaluation.cascade import Cascade, CriterionResult, UnknownConfig
+from sage_tod.evaluation.evaluator import Evaluator
 from sage_tod.verifiers.base import Item, Stage
 
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sage_tod import demo
-from sage_tod.cli import app
+from sage_tod.cli.app import app
 
 runner = CliRunner()
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sage_tod.compiler import TurnContext, compile_turn, make_context
-from sage_tod.criteria import Criterion, FailureClass, Outcome
-from sage_tod.spec import parse_spec
-from sage_tod.turns import Turn, parse_turn
+from sage_tod.compiler.compile import compile_turn
+from sage_tod.compiler.context import TurnContext, make_context
+from sage_tod.contracts.criteria import Criterion, FailureClass, Outcome
+from sage_tod.contracts.spec import parse_spec
+from sage_tod.contracts.turns import Turn, parse_turn
 from sage_tod.verifiers.base import Item
 from sage_tod.verifiers.symbolic import SymbolicVerifier
 

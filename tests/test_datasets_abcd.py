@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from sage_tod.datasets import abcd
-from sage_tod.datasets.paths import DataMissing
-from sage_tod.spec import parse_spec
-from sage_tod.turns import parse_turn
+from sage_tod.contracts.spec import parse_spec
+from sage_tod.contracts.turns import parse_turn
+from sage_tod.lab.datasets import abcd
+from sage_tod.lab.datasets.paths import DataMissing
 
 FIX = Path(__file__).parent / "fixtures" / "datasets"
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from sage_tod.datasets import multiwoz
-from sage_tod.datasets.paths import ENV_VAR, DataMissing, data_root, require
-from sage_tod.diff import state_diff
-from sage_tod.spec import load_spec, parse_spec
-from sage_tod.turns import parse_turn
+from sage_tod.compiler.diff import state_diff
+from sage_tod.contracts.spec import load_spec, parse_spec
+from sage_tod.contracts.turns import parse_turn
+from sage_tod.lab.datasets import multiwoz
+from sage_tod.lab.datasets.paths import ENV_VAR, DataMissing, data_root, require
 
 FIX = Path(__file__).parent / "fixtures" / "datasets"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -177,7 +177,7 @@ def test_real_validation_split_counts() -> None:
 
 
 def test_a_train_booking_confirms_only_the_train_workflow() -> None:
-    from sage_tod.datasets.multiwoz import _agent_acts
+    from sage_tod.lab.datasets.multiwoz import _agent_acts
 
     acts = {"Train-OfferBooked": [["Ref", "X1"]], "Hotel-Inform": [["Area", "east"]]}
     names = frozenset({"hotel-area", "train-day"})

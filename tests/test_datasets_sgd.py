@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from sage_tod.datasets import sgd
-from sage_tod.datasets.paths import DataMissing
-from sage_tod.diff import state_diff
-from sage_tod.spec import parse_spec
-from sage_tod.turns import parse_turn
+from sage_tod.compiler.diff import state_diff
+from sage_tod.contracts.spec import parse_spec
+from sage_tod.contracts.turns import parse_turn
+from sage_tod.lab.datasets import sgd
+from sage_tod.lab.datasets.paths import DataMissing
 
 FIX = Path(__file__).parent / "fixtures" / "datasets"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data"

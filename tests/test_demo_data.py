@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from sage_tod import demo
-from sage_tod.spec import SpecBundle
-from sage_tod.turns import load_turns
+from sage_tod.contracts.spec import SpecBundle
+from sage_tod.contracts.turns import load_turns
 
 
 def test_demo_dialogues_cover_every_class(demo_spec: SpecBundle) -> None:

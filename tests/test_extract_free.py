@@ -7,14 +7,15 @@ from typing import Any
 
 import pytest
 
-from sage_tod.clock import find_clock_times, time_readings
-from sage_tod.compiler import compile_turn, make_context
-from sage_tod.criteria import Criterion, FailureClass, Outcome
-from sage_tod.dates import date_key, find_dates, same_day
-from sage_tod.extract import EXACT, Extraction, extract_user_values
-from sage_tod.places import find_places, is_place_slot, same_place
-from sage_tod.spec import SlotSpec, SpecBundle, parse_spec
-from sage_tod.turns import Turn, parse_turn
+from sage_tod.compiler.compile import compile_turn
+from sage_tod.compiler.context import make_context
+from sage_tod.compiler.extract import EXACT, Extraction, extract_user_values
+from sage_tod.contracts.criteria import Criterion, FailureClass, Outcome
+from sage_tod.contracts.spec import SlotSpec, SpecBundle, parse_spec
+from sage_tod.contracts.turns import Turn, parse_turn
+from sage_tod.text.clock import find_clock_times, time_readings
+from sage_tod.text.dates import date_key, find_dates, same_day
+from sage_tod.text.places import find_places, is_place_slot, same_place
 from sage_tod.verifiers.base import Item
 from sage_tod.verifiers.symbolic import SymbolicVerifier
 

@@ -6,10 +6,10 @@ import json
 import re
 from pathlib import Path
 
-from sage_tod.evaluator import Evaluator
-from sage_tod.spec import parse_spec
-from sage_tod.turns import load_turns
-from sage_tod.verdicts import Verdict
+from sage_tod.contracts.spec import parse_spec
+from sage_tod.contracts.turns import load_turns
+from sage_tod.contracts.verdicts import Verdict
+from sage_tod.evaluation.evaluator import Evaluator
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "formats.md"
 
@@ -30,7 +30,7 @@ def test_examples_parse_and_reproduce(tmp_path: Path) -> None:
     turns_file.write_text("".join(_blocks("turn-example")))
     spec_file = tmp_path / "s.yaml"
     spec_file.write_text(_blocks("spec-example")[0])
-    from sage_tod.spec import load_spec
+    from sage_tod.contracts.spec import load_spec
 
     bundle = load_spec(spec_file)
     recs = load_turns(turns_file, bundle).records

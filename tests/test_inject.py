@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
-from sage_tod.compiler import compile_turn, make_context
-from sage_tod.datasets import multiwoz
-from sage_tod.evaluator import Evaluator
-from sage_tod.inject import (
+from sage_tod.compiler.compile import compile_turn
+from sage_tod.compiler.context import make_context
+from sage_tod.contracts.spec import SpecBundle, parse_spec
+from sage_tod.contracts.turns import parse_turn
+from sage_tod.evaluation.evaluator import Evaluator
+from sage_tod.lab.datasets import multiwoz
+from sage_tod.lab.inject import (
     PC_TEMPLATES_BOOKING,
     WNF_TEMPLATES,
     InjClass,
@@ -21,9 +24,7 @@ from sage_tod.inject import (
     slot_phrase,
     unsupported,
 )
-from sage_tod.slices import act_violations, consistent, strip_acts
-from sage_tod.spec import SpecBundle, parse_spec
-from sage_tod.turns import parse_turn
+from sage_tod.lab.slices import act_violations, consistent, strip_acts
 from sage_tod.verifiers.symbolic import find_support
 
 FIX = Path(__file__).parent / "fixtures" / "datasets"

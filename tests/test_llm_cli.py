@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from fake_openai import FakeOpenAI, Recorded, Reply, ok, status
 from sage_tod import demo
-from sage_tod.llm.cli import llm_app
-from sage_tod.verdicts import read_verdicts
+from sage_tod.cli.llm import llm_app
+from sage_tod.contracts.verdicts import read_verdicts
 
 SECRET = "sk-test-SECRET-cli-555"
 runner = CliRunner()

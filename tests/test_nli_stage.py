@@ -16,11 +16,12 @@ pytest.importorskip("numpy")
 pytest.importorskip("tokenizers")
 
 from sage_tod import demo
-from sage_tod.compiler import TurnContext, compile_turn
-from sage_tod.criteria import FailureClass, Outcome
-from sage_tod.evaluator import Evaluator
+from sage_tod.compiler.compile import compile_turn
+from sage_tod.compiler.context import TurnContext
+from sage_tod.contracts.criteria import FailureClass, Outcome
+from sage_tod.contracts.turns import Turn, load_turns
+from sage_tod.evaluation.evaluator import Evaluator
 from sage_tod.nli.resolve import shared_model_candidates
-from sage_tod.turns import Turn, load_turns
 from sage_tod.verifiers.base import Item, build_stage
 
 MODEL = next((p for p in [Path("/work/shared/models/nli-minilm-l6-snli"),
@@ -188,7 +189,7 @@ def test_model_errors_abstain_with_reason(make_turn: Callable[..., Turn],
 
 
 def _demo(config: str, **opts: Any) -> dict[str, Any]:
-    from sage_tod.spec import load_spec
+    from sage_tod.contracts.spec import load_spec
 
     bundle = load_spec(demo.spec_path())
     tf = load_turns(demo.turns_path(), bundle)
@@ -227,7 +228,7 @@ class _RecordingEncoder:
 
 def test_paraphrase_encoder_is_state_gated(make_turn: Callable[..., Turn],
                                            ctx_of: Callable[[Turn], TurnContext]) -> None:
-    from sage_tod.criteria import Criterion
+    from sage_tod.contracts.criteria import Criterion
 
     stage = _stage()
     enc = _RecordingEncoder()

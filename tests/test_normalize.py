@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from sage_tod.normalize import (
+from sage_tod.contracts.spec import SlotSpec
+from sage_tod.text.match import find_times, find_value
+from sage_tod.text.normalize import (
     basic,
     is_unset,
     normalize_number,
@@ -10,8 +12,6 @@ from sage_tod.normalize import (
     normalize_typed,
     synonym_table,
 )
-from sage_tod.spec import SlotSpec
-from sage_tod.textmatch import find_times, find_value
 
 
 def test_case_whitespace_punctuation_and_spelling_variants() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from sage_tod.predicate import (
+from sage_tod.contracts.predicate import (
     PredicateSyntaxError,
     evaluate,
     expand_all_required,

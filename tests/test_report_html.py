@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sage_tod import demo
-from sage_tod.cli import app
+from sage_tod.cli.app import app
 
 runner = CliRunner()
 ARTIFACTS = Path(os.environ.get("SAGE_TOD_ARTIFACTS",

@@ -27,7 +27,7 @@ def _big_turns(tmp_path: Path) -> Path:
 
 
 def _cmd(turns: Path, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "sage_tod.cli", "evaluate", "--spec", str(demo.spec_path()),
+    return [sys.executable, "-m", "sage_tod.cli.app", "evaluate", "--spec", str(demo.spec_path()),
             "--turns", str(turns), "--out", str(out), "--config", "s1", "--quiet",
             "--reproducible", "--batch-size", "16", *extra]
 

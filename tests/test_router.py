@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI, Recorded, Reply, garbage, ok, status
-from sage_tod.router import (
+from sage_tod.contracts.spec import SpecBundle, parse_spec
+from sage_tod.contracts.turns import Turn, parse_turn
+from sage_tod.routing.router import (
     Router,
     accuracy,
     assemble_mpnet,
@@ -21,8 +23,6 @@ from sage_tod.router import (
     route,
     route_detailed,
 )
-from sage_tod.spec import SpecBundle, parse_spec
-from sage_tod.turns import Turn, parse_turn
 
 SPEC = {"version": 1, "workflows": [
     {"id": "Restaurants_1.ReserveRestaurant", "description": "Reserve a table at a restaurant",

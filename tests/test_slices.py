@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from sage_tod.datasets import multiwoz
-from sage_tod.datasets.cli import slices_app, specs_export
-from sage_tod.evaluator import Evaluator
-from sage_tod.slices import BuildConfig, allocate, build, proportional, split_even
-from sage_tod.spec import load_spec
-from sage_tod.turns import load_turns
+from sage_tod.cli.data import slices_app, specs_export
+from sage_tod.contracts.spec import load_spec
+from sage_tod.contracts.turns import load_turns
+from sage_tod.evaluation.evaluator import Evaluator
+from sage_tod.lab.datasets import multiwoz
+from sage_tod.lab.slices import BuildConfig, allocate, build, proportional, split_even
 
 FIX = Path(__file__).parent / "fixtures" / "datasets"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data"

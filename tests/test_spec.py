@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from sage_tod.errors import InputError
-from sage_tod.spec import SpecBundle, load_spec, parse_spec
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle, load_spec, parse_spec
 
 
 def _wf(**over: object) -> dict[str, object]:

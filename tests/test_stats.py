@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sage_tod import stats
+from sage_tod.lab import stats
 
 
 def test_prf_by_hand() -> None:

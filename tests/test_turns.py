@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from sage_tod.errors import InputError
-from sage_tod.spec import SpecBundle
-from sage_tod.turns import load_turns, read_gold_labels
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle
+from sage_tod.contracts.turns import load_turns, read_gold_labels
 
 
 def _line(**over: Any) -> str:

@@ -7,12 +7,12 @@ Three lines from a notebook::
     for v in ev.evaluate(sage_tod.load_turns("turns.jsonl", ev.spec).records): print(v.verdict)
 """
 
-from sage_tod.criteria import Criterion, Decision, FailureClass, Outcome, Span
-from sage_tod.errors import InputError
-from sage_tod.evaluator import Evaluator
-from sage_tod.spec import SlotSpec, SpecBundle, Workflow, load_spec
-from sage_tod.turns import Gold, Turn, TurnRecord, load_turns
-from sage_tod.verdicts import CriterionVerdict, Verdict, read_verdicts
+from sage_tod.contracts.criteria import Criterion, Decision, FailureClass, Outcome, Span
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SlotSpec, SpecBundle, Workflow, load_spec
+from sage_tod.contracts.turns import Gold, Turn, TurnRecord, load_turns
+from sage_tod.contracts.verdicts import CriterionVerdict, Verdict, read_verdicts
+from sage_tod.evaluation.evaluator import Evaluator
 
 __version__ = "0.1.0"
 

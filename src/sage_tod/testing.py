@@ -1,74 +1,8 @@
-"""Assertions for a team's own test suite: `assert_turns_pass(spec, turns)`.
+"""Public path for the test helpers (`from sage_tod.testing import assert_turns_pass`).
 
-Kept free of pytest imports so it also works under unittest or in a script;
-the pytest plugin (`sage_tod.pytest_plugin`) exposes it as a fixture.
+The code lives in `sage_tod.outputs.testing`; this name is kept because users import it.
 """
 
-from __future__ import annotations
+from sage_tod.outputs.testing import TurnsFailedError, assert_turns_pass, format_failures
 
-from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import Any
-
-from sage_tod.evaluator import Evaluator
-from sage_tod.spec import SpecBundle, load_spec
-from sage_tod.turns import Turn, TurnRecord, load_turns
-from sage_tod.verdicts import CriterionVerdict, Verdict
-
-TurnsInput = str | Path | Iterable[Turn | TurnRecord | Mapping[str, Any]]
-
-
-class TurnsFailedError(AssertionError):
-    """Raised with a compact, readable list of the failing turns."""
-
-    def __init__(self, message: str, verdicts: list[Verdict]) -> None:
-        super().__init__(message)
-        self.verdicts = verdicts
-
-
-def _span_text(c: CriterionVerdict) -> str:
-    ev = c.evidence or c.support
-    if ev is None:
-        return ""
-    where = ev.source if ev.index is None else f"{ev.source}[{ev.index}]"
-    return f' evidence {where}[{ev.start}:{ev.end}] "{ev.text}"'
-
-
-def format_failures(bad: list[Verdict], total: int, config: str) -> str:
-    """One header line, then per failing turn its fired (or abstained) criteria."""
-    lines = [f"{len(bad)} of {total} turn(s) did not pass sage-tod checks (config {config}):"]
-    for v in bad:
-        lines.append(f"  {v.key} [{v.workflow}] {v.verdict.upper()}")
-        wanted = "true" if v.verdict == "failure" else "abstain"
-        for c in v.criteria:
-            if c.decision.value != wanted:
-                continue
-            lines.append(f"    {c.failure_class.value:<3} {c.rationale}")
-            detail = _span_text(c)
-            if c.repair:
-                detail += f" -> repair: {c.repair}"
-            if detail:
-                lines.append(f"       {detail.strip()}")
-    return "\n".join(lines)
-
-
-def assert_turns_pass(spec: SpecBundle | str | Path, turns: TurnsInput, *,
-                      allow_undecided: bool = True, config: str = "core",
-                      evaluator: Evaluator | None = None) -> list[Verdict]:
-    """Evaluate `turns` and fail with the evidence if any turn is a failure.
-
-    `turns` is a JSONL path or turn objects/dicts (dicts need `history` when
-    they are not first turns). Undecided turns pass unless `allow_undecided`
-    is False. Returns the verdicts so a test can assert more.
-    """
-    __tracebackhide__ = True  # pytest shows the message, not this function's source
-    bundle = spec if isinstance(spec, SpecBundle) else load_spec(spec)
-    ev = evaluator or Evaluator(bundle, config)
-    items: Iterable[Turn | TurnRecord | Mapping[str, Any]]
-    items = load_turns(turns, bundle).records if isinstance(turns, str | Path) else turns
-    verdicts = list(ev.evaluate(items))
-    bad = [v for v in verdicts
-           if v.verdict == "failure" or (v.verdict == "undecided" and not allow_undecided)]
-    if bad:
-        raise TurnsFailedError(format_failures(bad, len(verdicts), ev.config), verdicts)
-    return verdicts
+__all__ = ["TurnsFailedError", "assert_turns_pass", "format_failures"]

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sage_tod.nli.hf import quiet_transformers
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -61,17 +63,6 @@ class LabelMap:
                 f"config.id2label {dict(id2label)} does not name exactly entailment, neutral "
                 "and contradiction; S2 needs a 3-way NLI model")
         return LabelMap(found["entail"], found["neutral"], found["contra"])
-
-
-def quiet_transformers() -> None:
-    """No weight-loading progress bars on stderr: sage-tod prints its own messages."""
-    try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-        hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-    except ImportError:
-        pass
 
 
 def threads_from_env(threads: int | None) -> int:

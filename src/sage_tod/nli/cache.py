@@ -16,8 +16,8 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from sage_tod.locations import data_home
 from sage_tod.nli.backend import Pair, Probs
-from sage_tod.nli.resolve import data_home
 
 log = logging.getLogger("sage_tod.nli")
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sage_tod.compiler import TurnContext
+from sage_tod.compiler.context import TurnContext
 
 TEMPLATES: dict[str, str] = {
     "desc_is": "The {desc} is {value}.",

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sage_tod.nli.resolve import data_home
+from sage_tod.locations import data_home
 
 
 class ExportError(RuntimeError):
@@ -51,7 +51,7 @@ def export_onnx(model: str, out: Path, opset: int = 17) -> Path:
     except ImportError as exc:
         raise ExportError(f"exporting to ONNX needs torch, transformers and onnx ({exc}); "
                           "pip install onnx, or use --nli-backend torch") from exc
-    from sage_tod.nli.backend import quiet_transformers
+    from sage_tod.nli.hf import quiet_transformers
 
     quiet_transformers()
     # fp32 graph even from fp16-stored weights (the repo's compact model copy)
@@ -91,7 +91,7 @@ def export_encoder_onnx(model: str, out: Path, opset: int = 17) -> Path:
     except ImportError as exc:
         raise ExportError(f"exporting the encoder needs torch, transformers and onnx ({exc})"
                           ) from exc
-    from sage_tod.nli.backend import quiet_transformers
+    from sage_tod.nli.hf import quiet_transformers
 
     quiet_transformers()
     net = AutoModel.from_pretrained(model).eval()

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sage_tod.normalize import tokens_with_spans
-from sage_tod.spec import SlotSpec
+from sage_tod.contracts.spec import SlotSpec
+from sage_tod.text.normalize import tokens_with_spans
 
 NGRAM_MAX = 3
 CATEGORICAL_MIN = 0.55
@@ -88,7 +88,7 @@ class _SentenceTransformerEncoder:
         import torch
         from sentence_transformers import SentenceTransformer
 
-        from sage_tod.nli.backend import quiet_transformers
+        from sage_tod.nli.hf import quiet_transformers
 
         torch.set_num_threads(threads)
         quiet_transformers()

@@ -16,22 +16,14 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sage_tod.locations import checkout_root, data_home
+
 ENV_MODEL = "SAGE_TOD_NLI_MODEL"
 SHARED_MODEL_NAME = "nli-minilm-l6-snli"
 REPO_MODEL_NAME = "nli-minilm-sgd-adapted"
 HUB_MODEL = "cross-encoder/nli-deberta-v3-base"
 HUB_URL = "https://huggingface.co"
 HUB_TIMEOUT_S = 1.5
-REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-def data_home() -> Path:
-    """Where sage-tod keeps models it trained and its caches (XDG, overridable)."""
-    env = os.environ.get("SAGE_TOD_HOME")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "sage-tod"
 
 
 def own_model_dir() -> Path:
@@ -42,7 +34,8 @@ def own_model_dir() -> Path:
 def shared_model_candidates() -> list[Path]:
     """`../shared/models/nli-minilm-l6-snli` beside the repo root and beside the cwd."""
     out: list[Path] = []
-    for base in (REPO_ROOT, Path.cwd()):
+    root = checkout_root()
+    for base in ([root] if root else []) + [Path.cwd()]:
         p = (base / ".." / "shared" / "models" / SHARED_MODEL_NAME).resolve()
         if p not in out:
             out.append(p)
@@ -51,7 +44,8 @@ def shared_model_candidates() -> list[Path]:
 
 def repo_model_candidates() -> list[Path]:
     """`models/nli-minilm-sgd-adapted` in the repository (absent from a wheel install)."""
-    return [REPO_ROOT / "models" / REPO_MODEL_NAME]
+    root = checkout_root()
+    return [root / "models" / REPO_MODEL_NAME] if root else []
 
 
 def is_model_dir(p: Path) -> bool:

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from sage_tod.compiler import TurnContext
-from sage_tod.criteria import Criterion, Decision
+from sage_tod.compiler.context import TurnContext
+from sage_tod.contracts.criteria import Criterion, Decision
 
 
 @dataclass(frozen=True)

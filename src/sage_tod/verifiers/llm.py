@@ -28,12 +28,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sage_tod.compiler import TurnContext
-from sage_tod.criteria import Criterion, Decision, FailureClass, Outcome, Span
+from sage_tod.compiler.context import TurnContext
+from sage_tod.contracts.criteria import Criterion, Decision, FailureClass, Outcome, Span
+from sage_tod.contracts.turns import transcript_lines
 from sage_tod.llm.client import ChatRequest, ChatResult, LLMClient
 from sage_tod.llm.config import LLMConfig, LLMNotConfigured, config_from_options
-from sage_tod.prompts import load_prompt
-from sage_tod.turns import transcript_lines
+from sage_tod.llm.prompts import load_prompt
 from sage_tod.verifiers.base import Item, StageUnavailable, register_stage
 
 DEFAULT_MARGIN = 0.5

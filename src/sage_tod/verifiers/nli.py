@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sage_tod.compiler import TurnContext
-from sage_tod.criteria import Criterion, Decision, FailureClass, Outcome, Span, SpanSource
+from sage_tod.compiler.context import TurnContext
+from sage_tod.contracts.criteria import Criterion, Decision, FailureClass, Outcome, Span, SpanSource
 from sage_tod.verifiers.base import Item, StageUnavailable, register_stage
 
 log = logging.getLogger("sage_tod.nli")

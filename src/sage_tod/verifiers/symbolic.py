@@ -12,11 +12,11 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from sage_tod.compiler import TurnContext
-from sage_tod.criteria import Criterion, Decision, FailureClass, Outcome, Span
-from sage_tod.cues import slot_cues
-from sage_tod.normalize import basic_tokens, fold, is_dontcare
-from sage_tod.textmatch import find_dontcare, find_value
+from sage_tod.compiler.context import TurnContext
+from sage_tod.compiler.cues import slot_cues
+from sage_tod.contracts.criteria import Criterion, Decision, FailureClass, Outcome, Span
+from sage_tod.text.match import find_dontcare, find_value
+from sage_tod.text.normalize import basic_tokens, fold, is_dontcare
 from sage_tod.verifiers.base import Item, register_stage
 
 PcState = Literal["after", "before"]

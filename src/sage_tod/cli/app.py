@@ -1,0 +1,445 @@
+"""The `sage-tod` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from sage_tod import demo as demo_data
+from sage_tod.cli.data import slices_app, specs_export
+from sage_tod.cli.llm import llm_app
+from sage_tod.cli.models import calibrate as nli_calibrate
+from sage_tod.cli.models import models_app
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import load_spec
+from sage_tod.contracts.turns import TurnFile, load_turns, read_gold_labels
+from sage_tod.contracts.verdicts import Verdict, iter_verdicts, prepare_resume, read_verdicts
+from sage_tod.evaluation.cascade import CONFIG_HELP, CONFIGS, UnknownConfig
+from sage_tod.evaluation.evaluator import Evaluator
+from sage_tod.outputs.console import err, out
+from sage_tod.outputs.render import explain as render_explain
+from sage_tod.outputs.render import score_table, summary_table, verdict_table
+from sage_tod.outputs.scoring import score as score_fn
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="State-grounded, abstention-aware evaluation of task-oriented dialogue "
+                       "agents (SAGE).")
+specs_app = typer.Typer(no_args_is_help=True, help="Workflow spec utilities.")
+app.add_typer(specs_app, name="specs")
+app.add_typer(slices_app, name="slices", help="Build the benchmark slices from the data sets.")
+specs_app.command("export")(specs_export)
+app.add_typer(models_app, name="models", help="NLI models for S2: train, measure, benchmark.")
+app.add_typer(llm_app, name="llm", help="LLM endpoints: local server, ping, baselines, router.")
+app.command("calibrate")(nli_calibrate)
+
+T = TypeVar("T")
+
+
+def _guard(fn: Callable[[], T]) -> T:
+    """Run `fn`; bad input becomes one readable line on stderr and exit status 2."""
+    try:
+        return fn()
+    except InputError as exc:
+        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from None
+    except UnknownConfig as exc:
+        err.print(f"[bold red]error:[/] {exc.args[0]}", highlight=False)
+        raise typer.Exit(2) from None
+
+
+def _note_missing(ev: Evaluator) -> None:
+    for stage, why in ev.missing_stages.items():
+        err.print(f"[yellow]note:[/] config {ev.config} includes {stage}, which is not "
+                  f"available ({why}); criteria it would decide abstain.", highlight=False)
+
+
+def _load(spec: Path, turns: Path, skip_invalid: bool) -> tuple[Any, TurnFile]:
+    bundle = load_spec(spec)
+    tf = load_turns(turns, bundle, skip_invalid=skip_invalid)
+    for prob in tf.skipped:
+        err.print(f"[yellow]skipped:[/] {prob}", highlight=False)
+    if tf.skipped:
+        err.print(f"[yellow]{len(tf.skipped)} invalid line(s) skipped; "
+                  f"{len(tf.records)} turn(s) evaluated[/]")
+    return bundle, tf
+
+
+class _RateColumn(ProgressColumn):
+    """Turns per second (rich's speed column counts bytes)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("   - turns/s" if speed is None else f"{speed:6.0f} turns/s")
+
+
+def _progress_iter(verdicts: Iterator[Verdict], total: int, quiet: bool) -> Iterator[Verdict]:
+    """A progress bar with turns/s and ETA on long runs in a terminal; silent otherwise."""
+    if quiet or total < 200 or not err.is_terminal:
+        yield from verdicts
+        return
+    with Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(),
+                  _RateColumn(),
+                  TimeRemainingColumn(), console=err, transient=True) as prog:
+        task = prog.add_task("turns", total=total)
+        for v in verdicts:
+            prog.advance(task)
+            yield v
+
+
+def _routed(spec: Any, records: list[Any], method: str, options: dict[str, Any]) -> list[Any]:
+    """Replace each turn's workflow by the router's choice (the oracle field is not read)."""
+    from sage_tod.contracts.turns import TurnRecord
+    from sage_tod.routing.router import route as route_turns
+
+    if method not in {"mpnet", "llm"}:
+        raise InputError("--route", f"unknown router {method!r}; use oracle, mpnet or llm")
+    ids = route_turns(spec, [r.turn for r in records], method, client_config=options)
+    return [TurnRecord(r.turn.model_copy(update={"workflow": w}), r.gold, r.meta, r.line)
+            for r, w in zip(records, ids, strict=True)]
+
+
+ConfigOpt = Annotated[str, typer.Option("--config", "-c",
+                                        help="core | llm | no_s1 | no_s2 | no_s3 | s1")]
+NliModelOpt = Annotated[str | None, typer.Option(
+    "--nli-model", help="S2 NLI model: a local directory or a hub id (default: "
+                        "$SAGE_TOD_NLI_MODEL, then the repository's SGD-adapted MiniLM, "
+                        "then the shared SNLI MiniLM; docs/nli.md)")]
+TauOpt = Annotated[float | None, typer.Option(
+    "--tau", help="S2 gate: decide when |p(ent) - p(contra)| >= tau (default 0.15)")]
+
+
+def _stage_options(nli_model: str | None, tau: float | None, **more: Any) -> dict[str, Any]:
+    opts: dict[str, Any] = dict(more)
+    if nli_model is not None:
+        opts["nli_model"] = nli_model
+    if tau is not None:
+        opts["tau"] = tau
+    return opts
+
+
+@app.command()
+def evaluate(
+    spec: Annotated[Path, typer.Option(help="workflow spec (YAML or JSON)")],
+    turns: Annotated[Path, typer.Option(help="turns JSONL")],
+    out_path: Annotated[Path, typer.Option("--out", help="verdicts JSONL to write")],
+    config: ConfigOpt = "core",
+    skip_invalid: Annotated[bool, typer.Option(help="evaluate valid lines, report the rest")
+                            ] = False,
+    resume: Annotated[bool, typer.Option(help="keep verdicts already in --out, do the rest")
+                      ] = False,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing --out file")] = False,
+    batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = 64,
+    pc_state: Annotated[str, typer.Option(help="state the PC outcome predicate reads: "
+                                               "after (s_t) | before (s_{t-1})")] = "after",
+    wnf_state: Annotated[str, typer.Option(help="WNF legality: either (legal under s_{t-1} or "
+                                                "s_t) | before (s_{t-1} only)")] = "either",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress or tables")] = False,
+    reproducible: Annotated[bool, typer.Option(
+        help="write latency_ms as 0 so reruns give byte-identical files")] = False,
+    nli_model: NliModelOpt = None,
+    tau: TauOpt = None,
+    route: Annotated[str, typer.Option(
+        help="workflow of each turn: oracle (the turn's `workflow` field) | mpnet "
+             "(bi-encoder over workflow descriptions) | llm (LLM picks among the MPNet "
+             "top 8)")] = "oracle",
+) -> None:
+    """Evaluate every turn; write one verdict per turn (JSONL), in input order."""
+    if pc_state not in {"after", "before"} or wnf_state not in {"either", "before"}:
+        err.print("[bold red]error:[/] --pc-state must be after|before and --wnf-state "
+                  "either|before")
+        raise typer.Exit(2)
+    _, tf = _guard(lambda: _load(spec, turns, skip_invalid))
+    ev = _guard(lambda: Evaluator(
+        load_spec(spec), config, batch_size=batch_size,
+        options=_stage_options(nli_model, tau, pc_state=pc_state, wnf_state=wnf_state)))
+    _note_missing(ev)
+    if out_path.exists() and out_path.stat().st_size > 0 and not (resume or overwrite):
+        err.print(f"[bold red]error:[/] {out_path} exists; pass --resume to continue it or "
+                  "--overwrite to replace it")
+        raise typer.Exit(2)
+    done = prepare_resume(out_path) if resume else set()
+    todo = [r for r in tf.records if r.turn.key not in done]
+    if route != "oracle":
+        todo = _guard(lambda: _routed(ev.spec, todo, route, _stage_options(nli_model, tau)))
+    if done:
+        err.print(f"resuming: {len(tf.records) - len(todo)} turn(s) already in {out_path}")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    written: list[Verdict] = []
+    with out_path.open("a" if resume else "w", encoding="utf-8") as fh:
+        for v in _progress_iter(ev.evaluate(todo), len(todo), quiet):
+            if reproducible:
+                v = v.model_copy(update={"latency_ms": 0.0})
+            fh.write(v.to_json() + "\n")
+            fh.flush()
+            written.append(v)
+    if not quiet:
+        allv = _guard(lambda: read_verdicts(out_path)) if done else written
+        out.print(summary_table(allv, title=f"{len(allv)} verdicts -> {out_path}"))
+
+
+@app.command()
+def score(
+    turns: Annotated[Path, typer.Option(help="turns JSONL with gold labels")],
+    verdicts: Annotated[Path, typer.Option(help="verdicts JSONL")],
+    spec: Annotated[Path | None, typer.Option(help="spec; only needed to validate states")
+                    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Precision/recall/F1 of the failure class; undecided counts as acceptable."""
+    if spec is not None:
+        _guard(lambda: load_turns(turns, load_spec(spec)))
+    labels = _guard(lambda: read_gold_labels(turns))
+    vs = _guard(lambda: read_verdicts(verdicts))
+    report = score_fn(labels, vs)
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return
+    out.print(score_table(report))
+    if report.undecided:
+        out.print(f"[yellow]undecided ({len(report.undecided)}):[/] "
+                  + ", ".join(report.undecided), highlight=False)
+    if report.errors:
+        out.print("[red]disagreements with gold:[/] "
+                  + ", ".join(f"{k} (gold {g}, got {p})" for k, g, p in report.errors),
+                  highlight=False)
+    if report.missing_verdicts:
+        err.print(f"[yellow]warning:[/] {len(report.missing_verdicts)} labelled turn(s) have "
+                  "no verdict: " + ", ".join(report.missing_verdicts[:10]))
+    if report.unlabelled:
+        err.print(f"note: {report.unlabelled} turn(s) without gold were not scored")
+
+
+@app.command()
+def explain(
+    verdicts: Annotated[Path, typer.Argument(help="verdicts JSONL")],
+    turn: Annotated[str | None, typer.Option("--turn", help="DIALOGUE:TURN (default: every "
+                                                           "failure)")] = None,
+    turns: Annotated[Path | None, typer.Option(help="turns JSONL, to show utterances with "
+                                                    "the evidence highlighted")] = None,
+    spec: Annotated[Path | None, typer.Option(help="spec for --turns")] = None,
+) -> None:
+    """Show the evidence trace of a verdict in readable form."""
+    vs = _guard(lambda: list(iter_verdicts(verdicts)))
+    by_turn = {}
+    if turns is not None:
+        if spec is None:
+            err.print("[bold red]error:[/] --turns needs --spec")
+            raise typer.Exit(2)
+        tf = _guard(lambda: load_turns(turns, load_spec(spec), skip_invalid=True))
+        by_turn = {r.turn.key: r.turn for r in tf.records}
+    chosen = [v for v in vs if (v.key == turn if turn else v.verdict == "failure")]
+    if turn and not chosen:
+        err.print(f"[bold red]error:[/] no verdict for turn {turn!r} in {verdicts}")
+        raise typer.Exit(2)
+    for v in chosen:
+        out.print(render_explain(v, by_turn.get(v.key)))
+        out.print()
+
+
+@app.command()
+def demo(
+    config: ConfigOpt = "core",
+    out_path: Annotated[Path | None, typer.Option("--out", help="also write the verdicts")
+                        ] = None,
+    nli_model: NliModelOpt = None,
+    tau: TauOpt = None,
+) -> None:
+    """Evaluate the embedded demo dialogues and show each failure with evidence and repair."""
+    spec_p, turns_p = demo_data.spec_path(), demo_data.turns_path()
+    bundle = _guard(lambda: load_spec(spec_p))
+    tf = _guard(lambda: load_turns(turns_p, bundle))
+    ev = _guard(lambda: Evaluator(bundle, config, options=_stage_options(nli_model, tau)))
+    _note_missing(ev)
+    vs = list(ev.evaluate(tf.records))
+    if out_path is not None:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_text("".join(v.to_json() + "\n" for v in vs), encoding="utf-8")
+    gold: dict[str, str] = {r.turn.key: (r.gold.failure_class or r.gold.label)
+                            for r in tf.records if r.gold}
+    out.print(f"[bold]sage-tod demo[/]: {len(tf.records)} turns from {turns_p.name}, "
+              f"spec {spec_p.name}, config {config}")
+    out.print(verdict_table(vs, gold))
+    turns_by_key = {r.turn.key: r.turn for r in tf.records}
+    failures = [v for v in vs if v.verdict == "failure"]
+    out.print(f"\n[bold]{len(failures)} failure(s), with evidence and repair:[/]\n")
+    for v in failures:
+        out.print(render_explain(v, turns_by_key[v.key], only_fired=True))
+        out.print()
+    out.print(summary_table(vs))
+    out.print(score_table(score_fn([(r.turn.key, r.gold) for r in tf.records], vs)))
+    und = [v.key for v in vs if v.verdict == "undecided"]
+    if und:
+        out.print(f"[yellow]undecided ({len(und)}), left for S2/S3:[/] " + ", ".join(und),
+                  highlight=False)
+
+
+@app.command()
+def report(
+    verdicts: Annotated[Path, typer.Argument(help="verdicts JSONL")],
+    out_path: Annotated[Path, typer.Option("--out", help="HTML file to write")],
+    turns: Annotated[Path | None, typer.Option(help="turns JSONL: utterances, states, gold")
+                     ] = None,
+    spec: Annotated[Path | None, typer.Option(help="spec to validate --turns against")
+                    ] = None,
+    title: Annotated[str, typer.Option(help="page title")] = "sage-tod report",
+) -> None:
+    """Write a self-contained HTML report with filters and evidence traces."""
+    from sage_tod.contracts.turns import TurnRecord, load_turns_unchecked
+    from sage_tod.outputs.report_html import render_report
+
+    vs = _guard(lambda: read_verdicts(verdicts))
+    records: list[TurnRecord] = []
+    if turns is not None:
+        if spec is not None:
+            records = _guard(lambda: load_turns(turns, load_spec(spec))).records
+        else:
+            records = _guard(lambda: load_turns_unchecked(turns))
+    by_key = {r.turn.key: r.turn for r in records}
+    gold = {r.turn.key: r.gold for r in records}
+    page = render_report(vs, by_key, gold if any(gold.values()) else None, title=title)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(page, encoding="utf-8")
+    out.print(f"wrote {out_path} ({len(vs)} turns, {len(page) // 1024} KiB)")
+
+
+bench_app = typer.Typer(help="Benchmarks: configurations x slices, tables and plots.")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.callback(invoke_without_command=True)
+def bench(
+    ctx: typer.Context,
+    slices: Annotated[str, typer.Option(help="comma-separated: mw-mixed, uv-rich, sgd, sgd-x, "
+                                             "dev, abcd-uv")] = "mw-mixed,uv-rich,sgd",
+    configs: Annotated[str, typer.Option(help="comma-separated SAGE configs and baselines")
+                       ] = "core,no_s1,no_s2",
+    out_dir: Annotated[Path, typer.Option("--out", help="benchmark directory")] = Path(
+        "bench-out"),
+    slices_dir: Annotated[Path | None, typer.Option(help="built slices (default OUT/slices; "
+                                                         "built when missing)")] = None,
+    no_acts: Annotated[bool | None, typer.Option(
+        "--no-acts/--acts", help="build text-only slices (default: as the slices directory "
+                                 "was built, else with acts)")] = None,
+    batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = 64,
+    nli_model: NliModelOpt = None,
+    tau: TauOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Run configurations over slices (resumable), then write results and the report."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from sage_tod.lab.bench import ensure_slices, expand_slices, run_one, write_results
+    from sage_tod.lab.bench_report import write_report
+
+    sdir = slices_dir or out_dir / "slices"
+    names = expand_slices(slices.split(","))
+    cfgs = [c.strip() for c in configs.split(",") if c.strip()]
+    infos = _guard(lambda: ensure_slices(sdir, names,
+                                         acts=None if no_acts is None else not no_acts))
+    total = sum(sum(1 for line in infos[n].turns.open() if line.strip()) for n in names)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  _RateColumn(), TimeRemainingColumn(), console=err,
+                  disable=quiet or not err.is_terminal) as prog:
+        task = prog.add_task("bench", total=total * len(cfgs))
+        for cfg in cfgs:
+            for n in names:
+                prog.update(task, description=f"{n} / {cfg}")
+                before = _count_lines(out_dir / "runs" / n / f"{cfg}.jsonl")
+                prog.advance(task, before)
+                _guard(lambda n=n, cfg=cfg: run_one(  # type: ignore[misc]
+                    infos[n], cfg, out_dir, batch_size=batch_size,
+                    options=_stage_options(nli_model, tau), baseline=_baseline_runner(),
+                    on_verdict=lambda: prog.advance(task)))
+    res = write_results(out_dir, sdir)
+    rep = write_report(res, out_dir, sdir)
+    if not quiet:
+        out.print((rep / "tables.md").read_text(encoding="utf-8"), markup=False,
+                  highlight=False)
+    err.print(f"verdicts in {out_dir / 'runs'}, results {out_dir / 'results.json'}, "
+              f"report {rep}")
+
+
+def _baseline_runner() -> Any:
+    """LLM-judge baselines on the endpoint configured by SAGE_TOD_LLM_* (docs/llm.md)."""
+    from sage_tod.lab.baselines.runner import BASELINES, run_baseline
+    from sage_tod.llm.config import LLMNotConfigured, config_from_options
+
+    def run(name: str, spec: Any, records: Any) -> Any:
+        if name not in BASELINES:
+            raise InputError("--configs", f"unknown configuration {name!r}; SAGE configs: "
+                             f"{', '.join(CONFIGS)}; baselines: {', '.join(BASELINES)}")
+        try:
+            cfg = config_from_options({})
+        except LLMNotConfigured as exc:
+            raise InputError("--configs", f"baseline {name} needs an LLM endpoint: {exc}"
+                             ) from None
+        return run_baseline(name, spec, records, cfg)
+
+    return run
+
+
+def _count_lines(path: Path) -> int:
+    return sum(1 for _ in path.open("rb")) if path.exists() else 0
+
+
+@bench_app.command("report")
+def bench_report_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="benchmark directory")] = Path(
+        "bench-out"),
+    slices_dir: Annotated[Path | None, typer.Option(help="built slices (default OUT/slices)")
+                          ] = None,
+) -> None:
+    """Recompute results and re-render the tables and plots from the saved verdicts."""
+    from sage_tod.lab.bench import write_results
+    from sage_tod.lab.bench_report import write_report
+
+    sdir = slices_dir or out_dir / "slices"
+    if not (out_dir / "runs").is_dir():
+        err.print(f"[bold red]error:[/] no runs in {out_dir}; run `sage-tod bench` first")
+        raise typer.Exit(2)
+    res = write_results(out_dir, sdir)
+    rep = write_report(res, out_dir, sdir)
+    out.print(f"wrote {rep / 'tables.md'} and plots in {rep}")
+
+
+@specs_app.command("validate")
+def specs_validate(spec: Annotated[Path, typer.Argument(help="spec file")]) -> None:
+    """Validate a spec file and list its workflows."""
+    bundle = _guard(lambda: load_spec(spec))
+    for wf in bundle.workflows.values():
+        order = wf.order_text() or "-"
+        out.print(f"[bold]{wf.id}[/]: {len(wf.slots)} slots, {len(wf.required)} required; "
+                  f"order {order}; outcome {wf.outcome_text}", highlight=False)
+
+
+@app.command("configs")
+def configs() -> None:
+    """List the named evaluator configurations."""
+    for name, stages in CONFIGS.items():
+        out.print(f"[bold]{name:6}[/] {'+'.join(stages):10} {CONFIG_HELP[name]}")
+
+
+def main() -> None:
+    try:
+        app()
+    except BrokenPipeError:  # `sage-tod ... | head`
+        sys.stderr.close()
+
+
+if __name__ == "__main__":
+    main()

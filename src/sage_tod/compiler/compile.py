@@ -1,0 +1,127 @@
+"""The compiler: (W, h_<t, u_t, a_t, s_{t-1}, s_t) -> atomic criteria K_t.
+
+Deterministic and stateless across turns: the same turn and spec always give
+the same criteria, in the same order, with the same ids. The compiler decides
+nothing; it states each question with the arguments and the minimal evidence
+span a verifier needs, and marks which criteria need language understanding
+(`nlu`, for S2) or are open-class (for S3).
+"""
+
+from __future__ import annotations
+
+from sage_tod.compiler.context import TurnContext
+from sage_tod.compiler.detect import detect_confirmation, detect_requests
+from sage_tod.compiler.extract import extract_user_values
+from sage_tod.contracts.criteria import Criterion, FailureClass, Span
+from sage_tod.text.match import find_value
+
+
+def _span(source: str, text: str, start: int | None, end: int | None) -> Span | None:
+    if start is None or end is None:
+        return None
+    return Span(source=source, start=start, end=end, text=text[start:end])
+
+
+def compile_turn(ctx: TurnContext) -> list[Criterion]:
+    """Every criterion of the turn: UV, IUV, WNF, PC, in that order."""
+    return [*_uv(ctx), *_iuv(ctx), *_wnf(ctx), *_pc(ctx)]
+
+
+def _uv(ctx: TurnContext) -> list[Criterion]:
+    out = []
+    for ch in ctx.diff:
+        if ch.new is None:
+            continue
+        out.append(Criterion(
+            id=f"UV:{ch.slot}",
+            failure_class=FailureClass.UV,
+            args={"slot": ch.slot, "value": ch.new, "old": ch.old},
+            question=(f"Is the value {ch.new!r} written to slot {ch.slot} supported by the "
+                      "dialogue so far (h_<t and u_t)?"),
+            evidence=None,
+            nlu=True,
+            open_class=True,
+        ))
+    return out
+
+
+def _holds(ctx: TurnContext, slot: str, readings: tuple[str, ...]) -> bool:
+    value = ctx.after.get(slot)
+    if value is None:
+        return False
+    spec = ctx.spec.slot(slot, ctx.workflow)
+    if spec is None:
+        return any(ctx.workflow.equals(slot, value, r) for r in readings)
+    if any(spec.normalize(value) == spec.normalize(r) for r in readings):
+        return True
+    # free text and dates are recorded in many spellings: "Monday next week" holds
+    # "Monday", "Fresno" holds "Fresno, CA"
+    return spec.type in {"free", "date"} and any(
+        find_value(value, r, spec) is not None or find_value(r, value, spec) is not None
+        for r in readings)
+
+
+def _iuv(ctx: TurnContext) -> list[Criterion]:
+    out = []
+    seen: set[tuple[str, ...]] = set()
+    for ex in extract_user_values(ctx.turn, ctx.workflow, ctx.spec):
+        # recorded in a candidate slot or anywhere in the workflow's state: not ignored
+        if any(_holds(ctx, s, ex.readings) for s in (*ex.candidates, *ctx.workflow.slots)):
+            continue
+        key = (*ex.candidates, *ex.readings)
+        if key in seen:
+            continue
+        seen.add(key)
+        slots = " or ".join(ex.candidates)
+        out.append(Criterion(
+            id=f"IUV:{'|'.join(ex.candidates)}:{ex.value}",
+            failure_class=FailureClass.IUV,
+            args={"slot": ex.candidates[0], "candidates": list(ex.candidates),
+                  "value": ex.value, "readings": list(ex.readings),
+                  "confidence": round(ex.confidence, 4), "source": ex.source,
+                  "state_after": {s: ctx.after.get(s) for s in ex.candidates}},
+            question=(f"The user supplied {ex.value!r} for {slots} in u_t; does s_t fail to "
+                      "record it?"),
+            evidence=_span("user", ctx.turn.user, ex.start, ex.end),
+            nlu=not ex.exact,
+            open_class=not ex.exact,
+        ))
+    return out
+
+
+def _wnf(ctx: TurnContext) -> list[Criterion]:
+    out = []
+    requests = detect_requests(ctx.turn, ctx.workflow)
+    named = {r.candidates[0] for r in requests if len(r.candidates) == 1}
+    for req in requests:
+        label = "|".join(req.candidates)
+        out.append(Criterion(
+            id=f"WNF:{label}",
+            failure_class=FailureClass.WNF,
+            args={"slot": req.candidates[0], "candidates": list(req.candidates),
+                  "source": req.source,
+                  "asked_with": sorted(named - set(req.candidates))},
+            question=(f"The agent requests {' or '.join(req.candidates)}; is that illegal next "
+                      "under the workflow ordering given the state?"),
+            evidence=_span("agent", ctx.turn.agent, req.start, req.end),
+            nlu=False,
+            open_class=len(req.candidates) > 1,
+        ))
+    return out
+
+
+def _pc(ctx: TurnContext) -> list[Criterion]:
+    conf = detect_confirmation(ctx.turn, ctx.workflow)
+    if conf is None:
+        return []
+    return [Criterion(
+        id="PC",
+        failure_class=FailureClass.PC,
+        args={"certainty": conf.certainty, "cue": conf.cue,
+              "outcome": ctx.workflow.outcome_text},
+        question=("The agent confirms the workflow; is the outcome predicate "
+                  f"[{ctx.workflow.outcome_text}] false?"),
+        evidence=_span("agent", ctx.turn.agent, conf.start, conf.end),
+        nlu=conf.certainty == "implied",
+        open_class=conf.certainty == "implied",
+    )]

@@ -1,0 +1,156 @@
+"""Words that point at a slot, derived from the schema alone.
+
+Request detection (WNF) and the value extractor need to know which slot a
+phrase like "how many people" or "leaving from" refers to. Specs are written
+by users and held-out specs will not carry hand-made cue lists, so cues are
+derived from each slot's name and description, widened by a small generic
+lexicon of dialogue concepts. A cue shared by several slots of a workflow
+points at all of them (the rules then decide on the whole candidate set).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+from sage_tod.contracts.spec import Workflow
+
+STOPWORDS = frozenset({
+    "a", "an", "the", "of", "for", "to", "in", "on", "at", "by", "with", "from", "and",
+    "or", "is", "are", "be", "been", "being", "was", "were", "this", "that", "these",
+    "those", "it", "its", "user", "users", "wants", "want", "would", "like", "should",
+    "which", "what", "who", "whom", "whose", "when", "where", "how", "do", "does", "did",
+    "can", "could", "will", "shall", "may", "might", "must", "has", "have", "had", "not",
+    "no", "yes", "please", "booking", "book", "reservation", "reserve", "value", "slot",
+    "number", "name", "type", "amount", "kind", "some", "any", "you", "your", "yours",
+    "i", "me", "my", "we", "us", "our", "they", "them", "their", "he", "she", "him",
+    "her", "there", "here", "other", "also", "just", "then", "so", "if", "as", "than",
+})
+# Tokens kept despite STOPWORDS when the slot name itself is one of them (e.g. "name").
+_NAME_KEEP = frozenset({"name", "type", "number", "book"})
+
+# Generic dialogue concepts: a slot whose name/description contains any member
+# gets all members as cues. Keys are only labels.
+CONCEPTS: Mapping[str, frozenset[str]] = {
+    "people": frozenset({"people", "person", "persons", "guests", "guest", "party", "diners",
+                         "adults", "travellers", "travelers", "passengers", "tickets", "seats"}),
+    "area": frozenset({"area", "part", "side", "location", "neighbourhood", "neighborhood",
+                       "district", "region"}),
+    "price": frozenset({"price", "pricerange", "budget", "cost", "priced", "pricey", "range"}),
+    "time": frozenset({"time", "clock", "hour"}),
+    "day": frozenset({"day", "date", "weekday"}),
+    "food": frozenset({"food", "cuisine", "dish", "dishes"}),
+    "stay": frozenset({"stay", "nights", "night", "long"}),
+    "stars": frozenset({"stars", "star", "rating"}),
+    "departure": frozenset({"departure", "depart", "departing", "leaving", "origin", "pickup",
+                            "pick", "from", "start"}),
+    "destination": frozenset({"destination", "going", "heading", "dropoff", "drop", "bound"}),
+    "leave": frozenset({"leave", "leaving", "leaveat", "depart", "departure"}),
+    "arrive": frozenset({"arrive", "arrival", "arriveby", "arriving", "get"}),
+    "phone": frozenset({"phone", "telephone", "contact"}),
+    "internet": frozenset({"internet", "wifi"}),
+    "parking": frozenset({"parking", "park"}),
+    "email": frozenset({"email", "mail"}),
+    "address": frozenset({"address", "street"}),
+}
+
+_SPLIT_RE = re.compile(r"[a-z]+")
+
+
+def _words(text: str) -> list[str]:
+    return _SPLIT_RE.findall(text.lower())
+
+
+def cue_tokens(text: str) -> list[str]:
+    """Words of an utterance as cue matching sees them: lowercase, no spelling folding.
+
+    Folding would split "guesthouse" into "guest house" and make "guest" look
+    like a request for the party size.
+    """
+    return _words(text)
+
+
+def _stem(word: str) -> str:
+    for suf in ("ing", "es", "s"):
+        if word.endswith(suf) and len(word) - len(suf) >= 4:
+            return word[: -len(suf)]
+    return word
+
+
+@dataclass(frozen=True)
+class SlotCues:
+    """For one workflow: cue stem -> slots it points at."""
+
+    index: Mapping[str, frozenset[str]]
+
+    def unique_hits(self, tokens: list[str]) -> set[str]:
+        """Slots named by a cue that points at that slot alone."""
+        out: set[str] = set()
+        for t in tokens:
+            slots = self.index.get(_stem(t), frozenset())
+            if len(slots) == 1:
+                out |= slots
+        return out
+
+    def slots_for(self, tokens: list[str]) -> dict[str, int]:
+        """Slots pointed at by `tokens`, with how many distinct cues point at each."""
+        hits: Counter[str] = Counter()
+        seen: set[str] = set()
+        for t in tokens:
+            st = _stem(t)
+            if st in seen:
+                continue
+            for slot in self.index.get(st, ()):
+                hits[slot] += 1
+            if st in self.index:
+                seen.add(st)
+        return dict(hits)
+
+
+def _slot_words(name: str, description: str, domain_words: frozenset[str]) -> set[str]:
+    words = set()
+    for w in _words(name):
+        if w not in domain_words and (w not in STOPWORDS or w in _NAME_KEEP):
+            words.add(w)
+    for w in _words(description):
+        if w not in domain_words and w not in STOPWORDS:
+            words.add(w)
+    for members in CONCEPTS.values():
+        if words & members or any(m in _words(name) for m in members):
+            words |= members
+    return words
+
+
+@lru_cache(maxsize=256)
+def _cues_cached(wf_id: str, items: tuple[tuple[str, str], ...]) -> SlotCues:
+    # words in most slot names of a workflow ("restaurant", "book") name the
+    # workflow, not a slot
+    domain = _domain_words_cached(tuple(n for n, _ in items))
+    index: dict[str, set[str]] = {}
+    for name, desc in items:
+        for w in _slot_words(name, desc, domain):
+            index.setdefault(_stem(w), set()).add(name)
+    concept_stems = {_stem(m) for members in CONCEPTS.values() for m in members}
+    # a description word shared by many slots ("table" in "time of the table
+    # booking") says nothing about which one is meant
+    return SlotCues({k: frozenset(v) for k, v in index.items()
+                     if len(v) <= 2 or k in concept_stems})
+
+
+@lru_cache(maxsize=256)
+def _domain_words_cached(names: tuple[str, ...]) -> frozenset[str]:
+    counts: Counter[str] = Counter(w for n in names for w in set(_words(n)))
+    return frozenset(w for w, c in counts.items() if c >= max(2, len(names) // 2 + 1))
+
+
+def domain_words(workflow: Workflow) -> frozenset[str]:
+    """Words in most slot names of a workflow ("hotel" in hotel-area, hotel-stars, ...)."""
+    return _domain_words_cached(tuple(workflow.slots))
+
+
+def slot_cues(workflow: Workflow) -> SlotCues:
+    items = tuple((s.name, s.description) for s in workflow.slots.values())
+    return _cues_cached(workflow.id, items)

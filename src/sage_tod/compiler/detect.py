@@ -1,0 +1,204 @@
+"""What the agent does in a_t: which slots it requests, whether it confirms.
+
+When the agent exposes `agent_acts` they are used as given. Otherwise both are
+read from the text, sentence by sentence. Detection is deliberately
+conservative: offers ("Would you like me to book it?") are not requests, and a
+confirmation must be a statement, not a question and not a refusal. A
+confirmation that is only implied is marked as such, so S1 abstains on it
+rather than guessing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from sage_tod.compiler.cues import cue_tokens, slot_cues
+from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.turns import Turn
+from sage_tod.text.normalize import basic_tokens, fold, tokens_with_spans
+
+_SENTENCE_RE = re.compile(r"[^.!?]+(?:[.!?]+|$)")
+_REQUEST_OPENERS = re.compile(
+    r"^\s*(please\s+(tell|give|provide|let|share|confirm)|could you\s+(tell|give|provide|let|"
+    r"share)|can you\s+(tell|give|provide|let|share)|may i (have|ask|get)|can i (have|get|ask)|"
+    r"i('ll| will)? need\b|i('d| would) need\b|let me know)", re.IGNORECASE)
+_OFFER_OPENERS = re.compile(
+    r"^\s*(would you like (me )?to|shall i|should i|do you want me to|can i help|how can i help|"
+    r"is there anything|anything else|can i do anything|would you like anything|"
+    r"can i assist|may i help|do you need anything|would that be|does that (work|sound)|"
+    r"is that (ok|okay|alright|fine|correct|right)|will that)", re.IGNORECASE)
+_INTERROGATIVES: dict[str, tuple[str, ...]] = {
+    "how many": ("number",),
+    "how long": ("number",),
+    "what time": ("time",),
+    "when": ("time", "date"),
+    "what day": ("date",),
+    "which day": ("date",),
+    "what date": ("date",),
+}
+_STRONG_CONFIRM = [
+    re.compile(p) for p in (
+        r"\b(i|we)\s*(have|'ve|ve)\s+(now\s+|successfully\s+|just\s+|gone ahead and\s+)?"
+        r"(booked|reserved|confirmed|scheduled|arranged|made)\b",
+        r"\b(is|are|has been|have been|was|were)\s+(now\s+|all\s+|successfully\s+)?"
+        r"(booked|reserved|confirmed|scheduled|arranged)\b",
+        r"\b(booking|reservation|order)\s+(is|was|has been)\s+(now\s+)?"
+        r"(successful|complete|completed|confirmed|made|done|placed)\b",
+        r"\b(reference|confirmation|booking)\s+(number|code|no|#)\b",
+        r"\byou('re| are)\s+all\s+set\b",
+        r"\ball booked\b",
+        r"\b(booking|reservation) confirmed\b",
+    )
+]
+_IMPLIED_CONFIRM = re.compile(
+    r"\b(booked|reserved|confirmed|done|taken care of|all set|good to go|on (its|it's) way|"
+    r"i('ll| will) (go ahead and )?(book|reserve)|going ahead)\b")
+# "I will book a time later", "I'll book it once you decide": a promise, not a booking
+_DEFERRAL = re.compile(r"\b(later|once you|when you|after you|if you|as soon as)\b")
+_REFUSAL = re.compile(
+    r"\b(not|n't|unable|cannot|can't|unfortunately|unsuccessful|failed|fail|no availability|"
+    r"fully booked|sold out|already booked|couldn't|could not|wasn't|isn't)\b")
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request for one slot, or for one of several when the wording is ambiguous."""
+
+    candidates: tuple[str, ...]
+    start: int
+    end: int
+    source: Literal["agent_acts", "text"]
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The agent confirms the workflow; `certainty` says how it was detected."""
+
+    certainty: Literal["agent_acts", "cue", "implied"]
+    start: int
+    end: int
+    cue: str
+
+
+def _sentences(text: str) -> list[tuple[int, int, str]]:
+    """Sentences with spans that start and end on visible characters."""
+    out = []
+    for m in _SENTENCE_RE.finditer(text):
+        raw = m.group()
+        if not raw.strip():
+            continue
+        lead = len(raw) - len(raw.lstrip())
+        trail = len(raw) - len(raw.rstrip())
+        out.append((m.start() + lead, m.end() - trail, raw.strip()))
+    return out
+
+
+def _is_request_sentence(sentence: str) -> bool:
+    if _OFFER_OPENERS.match(sentence):
+        return False
+    return sentence.rstrip().endswith("?") or bool(_REQUEST_OPENERS.match(sentence))
+
+
+def detect_requests(turn: Turn, wf: Workflow) -> list[Request]:
+    """Slots the agent asks the user for in a_t."""
+    text = turn.agent
+    if turn.agent_acts is not None:
+        out = []
+        for slot in turn.agent_acts.request:
+            if slot in wf.slots:
+                s, e = _cue_span(text, slot, wf)
+                out.append(Request((slot,), s, e, "agent_acts"))
+        return out
+    cues = slot_cues(wf)
+    found: list[Request] = []
+    for s, e, sentence in _sentences(text):
+        if not _is_request_sentence(sentence):
+            continue
+        folded = fold(sentence)
+        toks = cue_tokens(sentence)
+        hits = cues.slots_for(toks)
+        for phrase, types in _INTERROGATIVES.items():
+            if re.search(rf"\b{phrase}\b", folded):
+                for spec in wf.slots.values():
+                    if spec.type in types:
+                        hits[spec.name] = hits.get(spec.name, 0) + 1
+        if not hits:
+            continue
+        # A sentence that already names a value of a slot proposes it ("a table
+        # for Friday?"), it does not ask for it.
+        hits = {slot: n for slot, n in hits.items() if not _names_a_value(sentence, slot, wf)}
+        if not hits:
+            continue
+        # slots named by a cue of their own are separate requests ("what time and for
+        # how many people?"); otherwise the best-scoring slots form one ambiguous request
+        unique = sorted(sl for sl in cues.unique_hits(toks) if sl in hits)
+        if unique:
+            found.extend(Request((slot,), s, e, "text") for slot in unique)
+            continue
+        best = max(hits.values())
+        top = tuple(sorted(sl for sl, n in hits.items() if n == best))
+        found.append(Request(top, s, e, "text"))
+    return found
+
+
+def _names_a_value(sentence: str, slot: str, wf: Workflow) -> bool:
+    spec = wf.slots[slot]
+    if not spec.values:
+        return False
+    toks = basic_tokens(sentence)
+    joined = f" {' '.join(toks)} "
+    return any(f" {' '.join(basic_tokens(f))} " in joined
+               for v in spec.values for f in spec.surface_forms(v))
+
+
+def _cue_span(text: str, slot: str, wf: Workflow) -> tuple[int, int]:
+    """Best-effort span in a_t for an act-declared request: the sentence naming the slot."""
+    cues = slot_cues(wf)
+    for s, e, sentence in _sentences(text):
+        if slot in cues.slots_for(cue_tokens(sentence)):
+            return s, e
+    return 0, len(text)
+
+
+def detect_confirmation(turn: Turn, wf: Workflow) -> Confirmation | None:
+    """Whether a_t confirms the workflow, and how sure the detection is."""
+    text = turn.agent
+    if turn.agent_acts is not None and turn.agent_acts.confirm is not None:
+        if not turn.agent_acts.confirm:
+            return None
+        span = _confirmation_span(text, wf)
+        s, e = span[:2] if span else (0, len(text))
+        return Confirmation("agent_acts", s, e, text[s:e])
+    span = _confirmation_span(text, wf)
+    if span is None:
+        return None
+    s, e, strong = span
+    return Confirmation("cue" if strong else "implied", s, e, text[s:e])
+
+
+def _confirmation_span(text: str, wf: Workflow) -> tuple[int, int, bool] | None:
+    implied: tuple[int, int, bool] | None = None
+    cue_tokens = [basic_tokens(c) for c in wf.confirmation_cues]
+    for s, _e, sentence in _sentences(text):
+        if sentence.rstrip().endswith("?"):
+            continue
+        folded = fold(sentence)
+        if _REFUSAL.search(folded):
+            continue
+        toks = tokens_with_spans(sentence)
+        words = [t for t, _, _ in toks]
+        for cue in cue_tokens:
+            n = len(cue)
+            for i in range(len(words) - n + 1):
+                if cue and words[i:i + n] == cue:
+                    return s + toks[i][1], s + toks[i + n - 1][2], True
+        for pat in _STRONG_CONFIRM:
+            m = pat.search(folded)
+            if m:
+                return s + m.start(), s + m.end(), True
+        m = _IMPLIED_CONFIRM.search(folded)
+        if m and implied is None and not _DEFERRAL.search(folded):
+            implied = (s + m.start(), s + m.end(), False)
+    return implied

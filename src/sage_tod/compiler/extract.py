@@ -1,0 +1,638 @@
+"""Values the user supplied in u_t: (slot candidates, value, span, confidence).
+
+The IUV criterion needs to know what the user said. An upstream NLU's
+`user_values` are used as given; otherwise a schema-driven extractor finds
+free values that the state records, categorical values and synonyms, clock
+times, counts next to a slot cue, dates for date slots, place names for slots
+that hold a city or area, and people's names after a role word. Each
+extraction carries a confidence; below the floor (0.5, Appendix J) it is
+dropped, and only unambiguous, exact extractions let S1 decide a failure. A
+value found by its shape (a capitalised span after "in") is a guess and is
+left to S2 unless the evidence is strong, and a value s_t may hold in another
+spelling ("12th of march", "2 in the afternoon", "Santa Rosa, CA") is not
+claimed at all: a clean turn wrongly flagged costs more than a missed failure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Protocol
+
+from sage_tod.compiler.cues import SlotCues, cue_tokens, domain_words, slot_cues
+from sage_tod.contracts.spec import SlotSpec, SpecBundle, Workflow
+from sage_tod.contracts.turns import Turn
+from sage_tod.text.clock import find_clock_times, time_readings
+from sage_tod.text.dates import date_key, find_dates, same_day
+from sage_tod.text.match import Found, find_value, is_negated
+from sage_tod.text.normalize import (
+    basic,
+    normalize_boolean,
+    normalize_number,
+    tokens_with_spans,
+)
+from sage_tod.text.places import find_places, is_place_slot, name_spans, same_place
+
+EXTRACTION_FLOOR = 0.5
+EXACT = 0.9
+
+# Sentences that ask about an entity rather than state a constraint.
+_QUESTION_ABOUT_ENTITY = re.compile(
+    r"^\s*(is|are|does|do|did|was|were|what'?s|what is|what are|could you tell me|can you tell me)"
+    r"\b.*\?\s*$", re.IGNORECASE,
+)
+# ... but "is there / are there any ... in Phoenix?" searches, it does not verify
+_SEARCH_QUESTION = re.compile(
+    r"^\s*(is there|are there|is anything|are any|is anyone|do you have|does anyone|"
+    r"do they have any)\b", re.IGNORECASE)
+# "what's the weather in Cotati on the 7th?": asks about a value, yet the date and the
+# place it names are constraints of the search
+_WHAT_QUESTION = re.compile(r"^\s*(what'?s|what is|what are|what will|could you tell me|"
+                            r"can you tell me)\b", re.IGNORECASE)
+_SENTENCE_RE = re.compile(r"[^.!?]+[.!?]*")
+# values found by their shape rather than by a schema list may sit in a what-question
+_SHAPE_SOURCES = frozenset({"date", "place", "name"})
+# a negation does not reach past a clause boundary ("No, the 8th.", "not Friday, Saturday")
+_CLAUSE_END = re.compile(r"[,;:.!?]")
+_PREP_HINTS = {"from": {"departure", "depart", "leave", "leaving", "origin", "originates",
+                        "pickup", "from", "start"},
+               "leaving": {"departure", "depart", "leave", "leaving", "origin", "originates",
+                           "pickup", "from"},
+               "to": {"destination", "going", "heading", "dropoff", "arrive", "to", "ends"},
+               "after": {"leave", "depart", "departure", "leaveat"},
+               "by": {"arrive", "arriveby", "arrival"},
+               "before": {"arrive", "arriveby", "arrival"},
+               "until": {"dropoff", "return", "end", "until", "checkout", "out", "drop"},
+               "till": {"dropoff", "return", "end", "until", "checkout", "out", "drop"},
+               "through": {"dropoff", "return", "end", "until", "checkout", "out", "drop"},
+               "starting": {"start", "pickup", "departure", "checkin", "in", "from"},
+               "back": {"dropoff", "return", "drop", "end", "returning", "inbound"},
+               "returning": {"return", "dropoff", "drop", "returning", "inbound"}}
+# "2 years ago", "one way", "one of them": a number word that counts nothing
+_NOT_A_COUNT_AFTER = frozenset({"way", "of", "another", "more", "ago"})
+# what may follow a bare "for 4" that counts the party ("a table for 4 at 7pm, please")
+_AFTER_A_BARE_COUNT = frozenset({"at", "on", "and", "please", "in", "by", "this", "next",
+                                 "tonight", "today", "tomorrow", "then", "thanks", "from",
+                                 "to", "with", "pm", "am"})
+_AGO = frozenset({"ago", "back", "before", "earlier", "old"})
+_TIME_UNITS = frozenset({"year", "years", "month", "months", "week", "weeks", "day", "days",
+                         "hour", "hours", "minute", "minutes"})
+# free slots that hold a person's name, by the role their schema names
+_PERSON_ROLES = frozenset({"director", "actor", "actors", "actress", "artist", "artists",
+                           "singer", "band", "author", "writer", "starring", "performer",
+                           "composer", "musician", "cast"})
+_BY_ROLES = frozenset({"director", "artist", "artists", "author", "writer", "composer", "band",
+                       "singer", "performer", "musician"})
+_WITH_ROLES = frozenset({"actor", "actors", "actress", "starring", "cast"})
+# prepositions after which a span with a state suffix is surely a place
+_STRONG_PREPS = frozenset({"in", "to", "from", "around", "near", "into", "towards", "toward"})
+_SEARCH_VERBS = frozenset({"look", "looking", "search", "searching", "find", "finding",
+                           "hunting", "shopping"})
+# a sentence that closes the dialogue or thanks ("that's all I need today, thanks")
+_CLOSING = re.compile(r"\b(thank|thanks|help|helpful|assistance|appreciate|bye|goodbye|"
+                      r"that'?s all|that is all|that will be all|all i need|everything|done)\b",
+                      re.IGNORECASE)
+# words before the end of a range of days
+_RANGE_END = frozenset({"through", "thru", "until", "till", "til", "to"})
+# contrast that makes a workflow's own name a real choice ("a hotel, not a guesthouse")
+_CONTRAST = frozenset({"not", "rather", "instead", "than", "nt", "no"})
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """A value the user stated, with the slots it may belong to."""
+
+    value: str
+    candidates: tuple[str, ...]
+    start: int | None
+    end: int | None
+    confidence: float
+    source: str  # user_values | categorical | time | number | date | place | name | state
+    alternatives: tuple[str, ...] = ()
+
+    @property
+    def readings(self) -> tuple[str, ...]:
+        """Every value the utterance may mean (two clock readings for "at 7:30")."""
+        return self.alternatives or (self.value,)
+
+    @property
+    def exact(self) -> bool:
+        return len(self.candidates) == 1 and self.confidence >= EXACT
+
+
+def _entity_question_spans(text: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in _SENTENCE_RE.finditer(text)
+            if _QUESTION_ABOUT_ENTITY.match(m.group())]
+
+
+def _search_question_spans(text: str) -> list[tuple[int, int]]:
+    """Questions that search ("is there anything in Phoenix?", "what's the weather on the
+    7th?"): the dates, places and names they carry are constraints."""
+    return [(m.start(), m.end()) for m in _SENTENCE_RE.finditer(text)
+            if (_WHAT_QUESTION.match(m.group()) or _SEARCH_QUESTION.match(m.group()))
+            and m.group().rstrip().endswith("?")]
+
+
+def _negated(text: str, start: int) -> bool:
+    """A negation among the three words before `start`, within the same clause."""
+    clause_start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, start)), default=0)
+    return is_negated(text[clause_start:], start - clause_start)
+
+
+def _inside(spans: list[tuple[int, int]], start: int) -> bool:
+    return any(s <= start < e for s, e in spans)
+
+
+def _disambiguate(text: str, start: int, candidates: list[str], wf: Workflow,
+                  prep_word: str | None = None) -> list[str]:
+    """Narrow candidate slots with the words just before the value (`prep_word`: the
+    preposition it depends on, when that is not the word just before: "out of")."""
+    if len(candidates) < 2:
+        return candidates
+    before = [t for t, _, e in tokens_with_spans(text) if e <= start][-4:]
+    cues = slot_cues(wf)
+    hits = cues.slots_for(before)
+    last = prep_word or (before[-1] if before else "")
+    for prep, hint_words in _PREP_HINTS.items():
+        if last == prep:
+            for c in candidates:
+                spec = wf.slots[c]
+                words = set(re.findall(r"[a-z]+", (spec.name + " " + spec.description).lower()))
+                if words & hint_words:
+                    hits[c] = hits.get(c, 0) + 2
+    scored = [(hits.get(c, 0), c) for c in candidates]
+    best = max(s for s, _ in scored)
+    return _unqualified(text, [c for s, c in scored if s == best])
+
+
+def _unqualified(text: str, candidates: list[str]) -> list[str]:
+    """Drop a slot whose name qualifies another candidate's with words the user did not
+    say: "my checking account" is account_type, not recipient_account_type."""
+    if len(candidates) < 2:
+        return candidates
+    said = set(cue_tokens(text))
+    names = {c: set(re.findall(r"[a-z]+", c.lower())) for c in candidates}
+    keep = [c for c in candidates
+            if not any(names[o] < names[c] and not (names[c] - names[o]) & said
+                       for o in candidates if o != c)]
+    return keep or candidates
+
+
+def _confidence(n_candidates: int, narrowed: bool) -> float:
+    if n_candidates == 1:
+        return 0.8 if narrowed else 0.95
+    return 1.0 / n_candidates
+
+
+def extract_user_values(turn: Turn, wf: Workflow, spec: SpecBundle | None = None
+                        ) -> list[Extraction]:
+    """What the user supplied in u_t.
+
+    Declared `user_values` count for any slot of the spec's schema (a turn
+    routed to the wrong intent of a service still must not drop them); the
+    text extractor looks only for slots of `wf`, where it knows the cues.
+    """
+    if turn.user_values is not None:
+        out = []
+        for uv in turn.user_values:
+            slot_spec = spec.slot(uv.slot, wf) if spec is not None else wf.slots.get(uv.slot)
+            if slot_spec is None:
+                continue
+            start, end = uv.start, uv.end
+            if start is None:
+                hit = find_value(turn.user, uv.value, slot_spec)
+                start, end = (hit.start, hit.end) if hit else (None, None)
+            out.append(Extraction(uv.value, (uv.slot,), start, end, uv.confidence,
+                                  "user_values"))
+        return [e for e in out if e.confidence >= EXTRACTION_FLOOR]
+    return [e for e in _extract_from_text(turn, wf) if e.confidence >= EXTRACTION_FLOOR]
+
+
+def _extract_from_text(turn: Turn, wf: Workflow) -> list[Extraction]:
+    text = turn.user
+    skip = _entity_question_spans(text)
+    what = _search_question_spans(text)
+    taken: list[tuple[int, int]] = []
+    out: list[Extraction] = []
+    after = turn.after()
+
+    def free(s: int, e: int, source: str = "") -> bool:
+        if any(s < te and ts < e for ts, te in taken):
+            return False
+        return not _inside(skip, s) or (source in _SHAPE_SOURCES and _inside(what, s))
+
+    def add(value: str, cands: list[str], s: int, e: int, source: str,
+            alternatives: tuple[str, ...] = (), confidence: float | None = None,
+            narrowed: list[str] | None = None, floor: float | None = None) -> None:
+        if not cands or not free(s, e, source) or _negated(text, s):
+            return
+        if _inside(skip, s):  # in a searching question: a constraint, but not a sure one
+            floor = None
+            confidence = min(confidence if confidence is not None else 1.0, 0.8)
+        if narrowed is None:
+            narrowed = _disambiguate(text, s, cands, wf)
+        conf = _confidence(len(narrowed), len(narrowed) < len(cands))
+        if floor is not None:
+            conf = max(conf, floor)
+        if confidence is not None:
+            conf = min(conf, confidence)
+        taken.append((s, e))
+        out.append(Extraction(value, tuple(narrowed), s, e, conf, source, alternatives))
+
+    # 1. free values the state records (names, places): longest first
+    recorded: dict[str, list[str]] = {}
+    for state in (after, turn.before()):
+        for slot, value in state.items():
+            sspec = wf.slots.get(slot)
+            if sspec is not None and sspec.type == "free" and slot not in recorded.get(value, []):
+                recorded.setdefault(value, []).append(slot)
+    for value in sorted(recorded, key=len, reverse=True):
+        hit = find_value(text, value, wf.slots[recorded[value][0]])
+        if hit:
+            slots = recorded[value]
+            # "leaving from the Ruskin gallery" while s_{t-1} had it as the destination:
+            # the words before point at another free slot, so the slot is a guess
+            others = [n for n, sp in wf.slots.items() if sp.type == "free" and n not in slots]
+            pointed = _disambiguate(text, hit.start, [*slots, *others], wf) if others else slots
+            weak = 0.6 if not set(pointed) & set(slots) else None
+            add(value, slots, hit.start, hit.end, "state", confidence=weak)
+
+    # 2. categorical values and synonyms, longest surface form first
+    _categorical(turn, wf, add, free)
+
+    # 3. clock times (a time s_t holds still keeps its words from being read as a count)
+    taken.extend(_times(turn, wf, add))
+
+    # 4. counts next to a cue word ("4 people", "three nights")
+    _counts(text, wf, add, free)
+
+    # 5. dates for date slots: "March 12th", "the 11th", "tomorrow", "next Monday"
+    taken.extend(_dates(turn, wf, add))
+
+    # 6. place names for free slots that hold a city, area or location
+    _places(turn, wf, add, free)
+
+    # 7. people's names after a role word ("directed by Morton DaCosta", "stars X")
+    _people(turn, wf, add, free)
+    return _demote_competing(out)
+
+
+class _Add(Protocol):
+    def __call__(self, value: str, cands: list[str], s: int, e: int, source: str,
+                 alternatives: tuple[str, ...] = (), confidence: float | None = None,
+                 narrowed: list[str] | None = None, floor: float | None = None) -> None: ...
+
+
+class _Free(Protocol):
+    def __call__(self, s: int, e: int, source: str = "") -> bool: ...
+
+
+def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
+    text = turn.user
+    after = turn.after()
+    forms: list[tuple[int, str, str, SlotSpec]] = []
+    for spec in wf.slots.values():
+        if spec.type in {"categorical", "boolean"} or (spec.values and spec.type == "free"):
+            for canon in spec.values:
+                for f in spec.surface_forms(canon):
+                    forms.append((len(basic(f)), f, canon, spec))
+    by_span: dict[tuple[int, int], tuple[str, list[str]]] = {}
+    toks = tokens_with_spans(text)
+    bigrams = {t1 + t2: (s1, e2) for (t1, s1, _), (t2, _, e2) in pairwise(toks)}
+    for _, f, canon, spec in sorted(forms, key=lambda x: -x[0]):
+        hit = find_value(text, f, None)
+        if hit is None and len(_compact(f)) >= 8 and _compact(f) in bigrams:
+            # "swimming pool" for the value "swimmingpool"
+            b_start, b_end = bigrams[_compact(f)]
+            hit = Found(b_start, b_end, _compact(f))
+        if hit is None or not free(hit.start, hit.end):
+            continue
+        span = (hit.start, hit.end)
+        if any(s < span[1] and span[0] < e for s, e in by_span if (s, e) != span):
+            continue
+        value, slots = by_span.setdefault(span, (canon, []))
+        if spec.name not in slots and basic(value) == basic(canon):
+            slots.append(spec.name)
+    generic = domain_words(wf)
+    cues = slot_cues(wf)
+    for (s, e), (value, slots) in sorted(by_span.items()):
+        near = [t for t, ts, te in toks if te <= s][-3:] + [t for t, ts, te in toks if ts >= e][:3]
+        if basic(value) in generic and not (set(near) & _CONTRAST and _other_value_said(
+                text, value, slots, wf)):
+            # "book the hotel", "a cheap hotel": the workflow's own name refers to the
+            # task, not to a slot, unless contrasted with another value ("a hotel, not a
+            # guesthouse")
+            continue
+        if any(_compact(value) == _compact(after[c]) and basic(value) != basic(after[c])
+               for c in slots if c in after):
+            continue  # "nightclub" recorded as "night club"
+        if _inside_recorded_name(text, s, e, value, after):
+            continue  # "park" in "sheep's green and lammas land park"
+        truth = normalize_boolean(value)
+        if truth is not None:
+            # a bare "yes"/"no"/"free" answers or describes; it is a slot value only next
+            # to a word of the slot ("free wifi", "parking: no")
+            hits = cues.slots_for(near)
+            cued = [c for c in slots if hits.get(c)]
+            if not cued:
+                continue
+            if any(normalize_boolean(after.get(c, "")) == truth for c in cued):
+                continue  # "free wifi" recorded as internet=yes
+            add(value, slots, s, e, "categorical",
+                narrowed=_disambiguate(text, s, cued, wf) if len(cued) > 1 else cued)
+            continue
+        add(value, slots, s, e, "categorical")
+
+
+def _compact(value: str) -> str:
+    return basic(value).replace(" ", "")
+
+
+def _inside_recorded_name(text: str, s: int, e: int, value: str,
+                          state: dict[str, str]) -> bool:
+    """The value is a word of a longer name the state records and the user says."""
+    word = basic(value)
+    toks = tokens_with_spans(text)
+    said = {t for t, _, _ in toks}
+    for recorded in state.values():
+        rtoks = basic(recorded).split()
+        if len(rtoks) < 3 or word not in rtoks or basic(recorded) == word:
+            continue
+        if sum(t in said for t in rtoks) * 2 >= len(rtoks):
+            return True
+    return False
+
+
+def _other_value_said(text: str, value: str, slots: list[str], wf: Workflow) -> bool:
+    """Another value of the same slot is named too ("a hotel rather than a guesthouse")."""
+    for name in slots:
+        spec = wf.slots[name]
+        for other in spec.values:
+            if basic(other) == basic(value):
+                continue
+            if any(find_value(text, f, None) for f in spec.surface_forms(other)):
+                return True
+    return False
+
+
+def _counts(text: str, wf: Workflow, add: _Add, free: _Free) -> None:
+    number_slots = [s for s in wf.slots.values() if s.type == "number"]
+    if not number_slots:
+        return
+    toks = tokens_with_spans(text)
+    cues = slot_cues(wf)
+    for i, (tok, s, e) in enumerate(toks):
+        n = normalize_number(tok)
+        if n is None or not free(s, e):
+            continue
+        nxt = [t for t, _, _ in toks[i + 1:i + 3]]
+        if nxt and (nxt[0] in _NOT_A_COUNT_AFTER
+                    or (nxt[0] in _TIME_UNITS and set(nxt[1:2]) & _AGO)):
+            continue  # "one way", "one of them", "two years ago"
+        if (text[s:e].lower() == "one" and i > 1 and toks[i - 1][0] == "for"
+                and toks[i - 2][0] in _SEARCH_VERBS):
+            continue  # "look for one in Anaheim": an item, not a count
+        window = nxt + [t for t, _, _ in toks[max(0, i - 2):i]]
+        hits = cues.slots_for(window)
+        for slot in _compound_hits(cues, nxt[:1]):
+            hits[slot] = hits.get(slot, 0) + 1
+        cands = [sp.name for sp in number_slots if hits.get(sp.name)]
+        # the noun right after a count names what it counts: "4 stars for two nights"
+        named = [c for c in cands if nxt and c in cues.slots_for(nxt[:1])]
+        if named:
+            cands = named
+        if cands:
+            add(n, cands, s, e, "number")
+        elif (len(number_slots) == 1 and i > 0 and toks[i - 1][0] == "for"
+              and (not nxt or nxt[0] in _AFTER_A_BARE_COUNT or normalize_number(nxt[0]))):
+            # "for 3 days"/"for two nights" count no people, "a table for 4 at 7" does
+            # "a table for 4": the only count slot, but no cue word: not exact
+            add(n, [number_slots[0].name], s, e, "number", confidence=0.6)
+
+
+def _times(turn: Turn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
+    """Emit the clock times s_t does not hold; return the spans of those it holds."""
+    time_slots = [s.name for s in wf.slots.values() if s.type == "time"]
+    if not time_slots:
+        return []
+    after = turn.after()
+    held = {slot: time_readings(after[slot]) for slot in time_slots if slot in after}
+    text = turn.user
+    recorded: list[tuple[int, int]] = []
+    for s, e, readings in find_clock_times(text):
+        # s_t has this time in some time slot, in any spelling ("2 in the afternoon")
+        if any(r is not None and r & readings for r in held.values()):
+            recorded.append((s, e))
+            continue
+        cands = _disambiguate(text, s, list(time_slots), wf)
+        if any(c in held and held[c] is None for c in cands):
+            recorded.append((s, e))
+            continue  # a candidate holds a time this reader cannot compare
+        add(text[s:e], list(time_slots), s, e, "time", tuple(sorted(readings)), narrowed=cands)
+    return recorded
+
+
+def _has_range_slot(wf: Workflow, slots: list[str]) -> bool:
+    """Some date slot of the workflow is the end of a range (return, drop-off, check-out)."""
+    hint = _PREP_HINTS["until"]
+    return any(set(re.findall(r"[a-z]+", (wf.slots[s].name + " " + wf.slots[s].description)
+                              .lower())) & hint for s in slots)
+
+
+def _compound_hits(cues: SlotCues, tokens: list[str]) -> set[str]:
+    """Slots named by a word written as two of their cue words ("bedroom" for a slot
+    described as "number of bed rooms")."""
+    out: set[str] = set()
+    for t in tokens:
+        if not t.isalpha() or cues.slots_for([t]):
+            continue
+        for k in range(3, len(t) - 2):
+            common = set(cues.slots_for([t[:k]])) & set(cues.slots_for([t[k:]]))
+            out |= common
+    return out
+
+
+def _dates(turn: Turn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
+    """Emit the dates s_t does not hold; return the spans of those it may hold."""
+    date_slots = [s.name for s in wf.slots.values() if s.type == "date"]
+    if not date_slots:
+        return []
+    recorded: list[tuple[int, int]] = []
+    after = turn.after()
+    held = {slot: date_key(after[slot]) for slot in date_slots if slot in after}
+    text = turn.user
+    for m in find_dates(text):
+        if m.kind == "rel" and (re.match(r"\s*(?:is|was|'s|will be)\b", text[m.end:])
+                                or _CLOSING.search(re.sub(r"\s+'", "'", text))):
+            # "Today is my anniversary", "That's all I need today, thanks": the day
+            # talked about, not a date asked for
+            continue
+        before = [t for t, _, e in tokens_with_spans(text) if e <= m.start][-1:]
+        if before and before[0] in _RANGE_END and not _has_range_slot(wf, date_slots):
+            continue  # "Saturday through Monday": the end of a stay the schema counts
+        # s_t already has this day in some date slot ("12th of march" for "March 12th")
+        if any(k is not None and same_day(m.key, k) for k in held.values()):
+            recorded.append((m.start, m.end))
+            continue
+        cands = _disambiguate(turn.user, m.start, list(date_slots), wf)
+        # a candidate slot holds a date that cannot be compared with this one
+        # ("tomorrow" vs "March 2nd", or a form this module does not read): s_t may
+        # well record it, so nothing is claimed
+        if any(c in held and (held[c] is None or same_day(m.key, held[c] or "") is None)
+               for c in cands):
+            recorded.append((m.start, m.end))
+            continue
+        # a date is a date: one slot named by the words before it ("until March
+        # 13th" for the drop-off date) is as sure as the only date slot. Relative days
+        # ("tomorrow") and numeric dates ("4/5") are not: many states keep only the
+        # weekday, and 4/5 may be the 4th of May
+        conf: float | None = EXACT if len(cands) == 1 else None
+        if m.kind == "rel":
+            conf = 0.6
+        elif m.form == "num":
+            conf = min(conf or 1.0, 0.8)
+        add(m.text, list(date_slots), m.start, m.end, "date", narrowed=cands,
+            confidence=conf, floor=conf if conf == EXACT else None)
+    return recorded
+
+
+def _places(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
+    slots = [s.name for s in wf.slots.values() if is_place_slot(s)]
+    if not slots:
+        return
+    text = turn.user
+    after = turn.after()
+    history = turn.history or ()
+    last_agent = history[-1].agent if history else ""
+    cues = slot_cues(wf)
+    categorical = {basic(f) for sp in wf.slots.values() for v in sp.values
+                   for f in sp.surface_forms(v)}
+    generic = domain_words(wf)
+    for m in find_places(text):
+        if not free(m.start, m.end, "place"):
+            continue
+        core = basic(m.core)
+        if not core or core in categorical or core in generic or core == basic(wf.id):
+            continue  # a value of another slot, or the task's own name
+        # s_t holds it somewhere (perhaps as "Santa Rosa, CA", or "NYC" as "New York City")
+        if any(same_place(m.text, v) for v in after.values()):
+            continue
+        conf = m.confidence
+        cands = list(slots)
+        strong = False
+        if m.context in {"answer", "reply"}:
+            # a whole reply names the slot the agent just asked about
+            asked = cues.slots_for(cue_tokens(last_agent))
+            asked_places = [c for c in slots if asked.get(c)]
+            if not asked_places:
+                continue  # a bare name answers no place question: a pick, a title, ...
+            best = max(asked[c] for c in asked_places)
+            cands = [c for c in asked_places if asked[c] == best]
+            if "?" in last_agent:
+                conf = 0.8
+                strong = len(cands) == 1 and m.context == "answer"
+            narrowed = cands
+        else:
+            narrowed = _disambiguate(text, m.start, cands, wf, m.context)
+            # "to Fresno, CA": a state or country after the name makes it a place
+            strong = m.context in _STRONG_PREPS and m.core != m.text
+        # "over to BBQ ... the weather in Discovery Bay" with city=Discovery Bay: the
+        # slot's value is stated here too, so the other span is something else
+        if all(c in after and _states(text, after[c]) for c in narrowed):
+            continue
+        # the user repeats a place the agent offered: a reference to the offer, not a
+        # new constraint, when s_t already has a value for the slot
+        if _offered(turn, m.core):
+            if any(c in after for c in narrowed):
+                continue
+            conf, strong = min(conf, 0.6), False
+        if strong and len(narrowed) == 1:
+            add(m.text, cands, m.start, m.end, "place", narrowed=narrowed, floor=EXACT)
+        else:
+            add(m.text, cands, m.start, m.end, "place", confidence=conf, narrowed=narrowed)
+
+
+def _demote_competing(found: list[Extraction]) -> list[Extraction]:
+    """Two different values for one slot in one utterance ("north of the centre",
+    "not Friday, Saturday") leave it open which one the user meant: none is exact."""
+    per_slot: dict[str, set[str]] = {}
+    for ex in found:
+        if len(ex.candidates) == 1:
+            per_slot.setdefault(ex.candidates[0], set()).add(basic(ex.value))
+    out = []
+    for ex in found:
+        if len(ex.candidates) == 1 and len(per_slot[ex.candidates[0]]) > 1:
+            ex = Extraction(ex.value, ex.candidates, ex.start, ex.end,
+                            min(ex.confidence, 0.6), ex.source, ex.alternatives)
+        out.append(ex)
+    return out
+
+
+def _states(text: str, value: str) -> bool:
+    """`text` names `value` (or its part before a ", CA" suffix)."""
+    return bool(find_value(text, value, None) or find_value(text, value.partition(",")[0], None))
+
+
+def _offered(turn: Turn, value: str) -> bool:
+    """The agent said `value` in one of its last two turns (the user may be echoing it)."""
+    history = turn.history or ()
+    return any(find_value(h.agent, value, None) for h in history[-2:])
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _people(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
+    roles: dict[str, set[str]] = {}
+    for spec in wf.slots.values():
+        if spec.type != "free" or spec.values or is_place_slot(spec):
+            continue
+        words = set(re.findall(r"[a-z]+", (spec.name + " " + spec.description).lower()))
+        if words & _PERSON_ROLES:
+            roles[spec.name] = words & _PERSON_ROLES
+    names = [sp.name for sp in wf.slots.values() if sp.type == "free" and not sp.values
+             and "name" in re.findall(r"[a-z]+", sp.name.lower())
+             and not is_place_slot(sp)]
+    if not roles and not names:
+        return
+    after = turn.after()
+    for span in name_spans(turn.user):
+        if not free(span.start, span.end, "name") or not span.before:
+            continue
+        prev = span.before[-1]
+        conf = 0.8 if span.words > 1 else 0.6
+        if prev in {"called", "named", "titled"}:
+            # "an attraction called Jesus Green Outdoor Pool": the slot that names things
+            cands = _disambiguate(turn.user, span.start, names, wf) if names else []
+        elif prev == "by":
+            cands = [c for c, w in roles.items() if w & _BY_ROLES]
+            verb = span.before[-2] if len(span.before) > 1 else ""
+            # "directed by": the verb names the role
+            named = [c for c in cands if any(_common_prefix(verb, r) >= max(4, len(verb) - 2)
+                                             for r in roles[c])]
+            cands = named or cands
+        elif prev in {"with", "featuring"}:
+            cands = [c for c, w in roles.items() if w & _WITH_ROLES]
+            conf = min(conf, 0.6)
+        else:
+            # "stars Jeff Harding", "the director Ang Lee"
+            cands = [c for c, w in roles.items()
+                     if any(_common_prefix(prev, r) >= max(4, len(prev) - 2) for r in w)]
+        if not cands:
+            continue
+        if any(same_place(span.text, v) for v in after.values()):
+            continue  # s_t records the name (perhaps with more words)
+        if all(c in after and _states(turn.user, after[c]) for c in cands):
+            continue
+        if _offered(turn, span.text):
+            if any(c in after for c in cands):
+                continue
+            conf = min(conf, 0.6)
+        add(span.text, cands, span.start, span.end, "name", confidence=conf, narrowed=cands)

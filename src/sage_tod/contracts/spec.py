@@ -1,0 +1,428 @@
+"""Workflow specifications W = (S, F, ordering, O): load, validate, query.
+
+The file format is a public contract (docs/formats.md). Loading is strict:
+unknown keys, unknown slot names, duplicate ids and ordering cycles are errors
+that name the file and the field, because a silently mis-read spec would give
+silently wrong verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.predicate import (
+    Node,
+    PredicateSyntaxError,
+    expand_all_required,
+    parse_predicate,
+    render,
+)
+from sage_tod.text.normalize import is_unset, normalize_typed, synonym_table
+
+SlotType = Literal["categorical", "free", "number", "time", "date", "boolean"]
+
+
+class SlotSpec(BaseModel):
+    """One slot of the schema S."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    type: SlotType = "free"
+    values: tuple[str, ...] = ()
+    synonyms: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _strip_name(cls, v: str) -> str:
+        if v != v.strip() or not v.strip():
+            raise ValueError("slot names may not be blank or start/end with spaces")
+        return v
+
+    @cached_property
+    def table(self) -> dict[str, str]:
+        """basic(surface form) -> canonical value (categorical values and synonyms)."""
+        return synonym_table(self.values, self.synonyms)
+
+    def normalize(self, value: str) -> str:
+        return normalize_typed(value, self.type, self.table)
+
+    def surface_forms(self, value: str) -> list[str]:
+        """Every way the schema lets `value` be written: itself plus its synonyms."""
+        canon = self.table.get(normalize_typed(value, "free"), value)
+        forms = [value, canon, *self.synonyms.get(canon, ())]
+        seen: dict[str, None] = {}
+        for f in forms:
+            seen.setdefault(f, None)
+        return list(seen)
+
+
+class _AnyBucket(BaseModel):
+    """`{any: [a, b]}` in `order`: later buckets open once any one of a, b is filled."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    any: list[str] = Field(min_length=1)
+
+
+class _WorkflowModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    description: str = ""
+    slots: list[SlotSpec | str] = Field(default_factory=list)
+    required: list[str] = Field(default_factory=list)
+    order: list[list[str] | _AnyBucket] | None = None
+
+    @field_validator("order", mode="before")
+    @classmethod
+    def _bucket_shapes(cls, v: Any) -> Any:
+        # a union's own error ("order[0].list[str]: should be a valid list") hides the rule
+        if isinstance(v, list):
+            for b, bucket in enumerate(v):
+                if isinstance(bucket, dict) and set(bucket) != {"any"}:
+                    raise ValueError(f"bucket {b}: a mapping bucket is written {{any: [slots]}}; "
+                                     f"got keys {sorted(bucket)}")
+                if not isinstance(bucket, list | dict):
+                    raise ValueError(f"bucket {b}: write a list of slots or {{any: [slots]}}")
+        return v
+
+    precedes: list[tuple[str, str]] | None = None
+    outcome: str | None = None
+    confirmation_cues: list[str] = Field(default_factory=list)
+
+
+class _SpecFileModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = 1
+    slots: list[SlotSpec] = Field(default_factory=list)
+    workflows: list[_WorkflowModel] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A validated workflow, with the queries the compiler and S1 need."""
+
+    id: str
+    description: str
+    slots: Mapping[str, SlotSpec]
+    required: tuple[str, ...]
+    buckets: tuple[tuple[str, ...], ...]
+    # field -> groups that must each have at least one member filled before it: an
+    # all-of bucket contributes one singleton group per field, an any-of bucket one group
+    prereqs: Mapping[str, tuple[frozenset[str], ...]]
+    outcome: Node
+    outcome_text: str
+    confirmation_cues: tuple[str, ...]
+    any_buckets: frozenset[int] = frozenset()  # indices into `buckets` that are any-of
+
+    def slot(self, name: str) -> SlotSpec | None:
+        return self.slots.get(name)
+
+    def is_optional(self, name: str) -> bool:
+        return name in self.slots and name not in self.required
+
+    def filled(self, state: Mapping[str, str]) -> frozenset[str]:
+        return frozenset(s for s, v in state.items() if not is_unset(v))
+
+    def next_fields(self, state: Mapping[str, str]) -> tuple[str, ...]:
+        """Next(W, s): unfilled required fields whose prerequisites are all filled."""
+        done = self.filled(state)
+        return tuple(f for f in self.required
+                     if f not in done and not self.missing_prereqs(f, state))
+
+    def unmet_groups(self, name: str, state: Mapping[str, str],
+                     also: Iterable[str] = ()) -> tuple[frozenset[str], ...]:
+        """Prerequisite groups of `name` with no member filled (nor in `also`, fields the
+        agent supplies or asks for in the same turn)."""
+        done = self.filled(state) | frozenset(also)
+        return tuple(g for g in self.prereqs.get(name, ()) if not g & done)
+
+    def missing_prereqs(self, name: str, state: Mapping[str, str],
+                        also: Iterable[str] = ()) -> frozenset[str]:
+        """Fields that must be filled (one per any-of group) before `name` may be requested."""
+        return frozenset(f for g in self.unmet_groups(name, state, also) for f in g)
+
+    def describe_missing(self, name: str, state: Mapping[str, str]) -> str:
+        """"hotel-area" or "one of hotel-area, hotel-name": for rationales and repair hints."""
+        parts = [next(iter(g)) if len(g) == 1 else "one of " + ", ".join(sorted(g))
+                 for g in self.unmet_groups(name, state)]
+        return ", ".join(sorted(parts))
+
+    def order_text(self, sep: str = " < ", brackets: str = "{}") -> str:
+        """The ordering for people: `{a, b} < {c}`; any-of buckets read `any{a, b}`."""
+        return sep.join(("any" if i in self.any_buckets else "") + brackets[0] + ", ".join(b)
+                        + brackets[1] for i, b in enumerate(self.buckets))
+
+    def equals(self, slot: str, a: str, b: str) -> bool:
+        spec = self.slots.get(slot)
+        if spec is None:
+            return normalize_typed(a, "free") == normalize_typed(b, "free")
+        return spec.normalize(a) == spec.normalize(b)
+
+    def outcome_holds(self, state: Mapping[str, str]) -> bool:
+        done = self.filled(state)
+        return self.outcome.evaluate(
+            lambda s: s in done,
+            lambda s, v: s in done and self.equals(s, state[s], v),
+        )
+
+    def outcome_unmet(self, state: Mapping[str, str]) -> frozenset[str]:
+        """Slots whose condition in O is unmet (what a repair must fill or change)."""
+        done = self.filled(state)
+        return self.outcome.unmet(
+            lambda s: s in done,
+            lambda s, v: s in done and self.equals(s, state[s], v),
+        )
+
+
+@dataclass(frozen=True)
+class SpecBundle:
+    """Every workflow of one spec file; the schema S is the union of their slots."""
+
+    path: str
+    workflows: Mapping[str, Workflow]
+    all_slots: Mapping[str, SlotSpec] = field(default_factory=dict)
+
+    def workflow(self, wid: str) -> Workflow | None:
+        return self.workflows.get(wid)
+
+    def slot(self, name: str, workflow: Workflow | None = None) -> SlotSpec | None:
+        if workflow is not None and name in workflow.slots:
+            return workflow.slots[name]
+        return self.all_slots.get(name)
+
+
+def _loc(loc: Iterable[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _read_document(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read file: {exc}") from None
+    if not text.strip():
+        raise InputError(path, "file is empty")
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(path, f"malformed JSON: {exc.msg}", line=exc.lineno) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(path, f"malformed YAML: {problem}", line=line) from None
+
+
+def load_spec(path: str | Path) -> SpecBundle:
+    """Load and validate a spec file (YAML or JSON) with one or many workflows."""
+    p = Path(path)
+    data = _read_document(p)
+    return parse_spec(data, p)
+
+
+def parse_spec(data: Any, path: str | Path = "<spec>") -> SpecBundle:
+    """Validate an already-parsed spec document (dict or list)."""
+    if isinstance(data, list):
+        data = {"workflows": data}
+    elif isinstance(data, dict) and "id" in data and "workflows" not in data:
+        data = {"workflows": [data]}
+    if not isinstance(data, dict):
+        raise InputError(path, "a spec must be a mapping with 'workflows' (or one workflow)")
+    try:
+        model = _SpecFileModel.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = _loc(err["loc"])
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        raise InputError(path, msg, field=loc or None) from None
+    shared: dict[str, SlotSpec] = {}
+    for i, s in enumerate(model.slots):
+        if s.name in shared:
+            raise InputError(path, f"duplicate slot {s.name!r}", field=f"slots[{i}].name")
+        shared[s.name] = s
+    workflows: dict[str, Workflow] = {}
+    all_slots: dict[str, SlotSpec] = dict(shared)
+    for i, wm in enumerate(model.workflows):
+        where = f"workflows[{i}]"
+        if wm.id in workflows:
+            raise InputError(path, f"duplicate workflow id {wm.id!r}", field=f"{where}.id")
+        wf = _build_workflow(wm, shared, path, where)
+        workflows[wm.id] = wf
+        for name, s in wf.slots.items():
+            all_slots.setdefault(name, s)
+    return SpecBundle(str(path), workflows, all_slots)
+
+
+def _check_slot(spec: SlotSpec, path: str | Path, where: str) -> None:
+    if spec.synonyms and spec.values:
+        for canon in spec.synonyms:
+            if canon not in spec.values:
+                raise InputError(path, f"synonyms given for {canon!r}, which is not in values",
+                                 field=f"{where}.synonyms")
+
+
+def _build_workflow(wm: _WorkflowModel, shared: Mapping[str, SlotSpec],
+                    path: str | Path, where: str) -> Workflow:
+    slots: dict[str, SlotSpec] = {}
+    for j, s in enumerate(wm.slots):
+        if isinstance(s, str):
+            if s not in shared:
+                raise InputError(path, f"unknown slot {s!r} (not in the file's shared slots)",
+                                 field=f"{where}.slots[{j}]")
+            s = shared[s]
+        if s.name in slots:
+            raise InputError(path, f"duplicate slot {s.name!r}", field=f"{where}.slots[{j}]")
+        _check_slot(s, path, f"{where}.slots[{j}]")
+        slots[s.name] = s
+    if not slots:
+        raise InputError(path, "a workflow needs at least one slot", field=f"{where}.slots")
+    required: list[str] = []
+    for j, r in enumerate(wm.required):
+        if r not in slots:
+            raise InputError(path, f"unknown slot {r!r}", field=f"{where}.required[{j}]")
+        if r in required:
+            raise InputError(path, f"{r!r} listed twice", field=f"{where}.required[{j}]")
+        required.append(r)
+    req = tuple(required)
+    if wm.order is not None and wm.precedes is not None:
+        raise InputError(path, "give either 'order' (buckets) or 'precedes' (pairs), not both",
+                         field=f"{where}.precedes")
+    any_buckets: frozenset[int] = frozenset()
+    if wm.precedes is not None:
+        buckets, prereqs = _from_pairs(wm.precedes, slots, req, path, where)
+    else:
+        order: list[list[str] | _AnyBucket] = (
+            list(wm.order) if wm.order is not None else [list(req)] if req else [])
+        buckets, prereqs, any_buckets = _from_buckets(order, slots, req, path, where)
+    outcome_text = wm.outcome if wm.outcome is not None else "all_required"
+    try:
+        node = expand_all_required(parse_predicate(outcome_text), req)
+    except PredicateSyntaxError as exc:
+        raise InputError(path, f"outcome does not parse: {exc}", field=f"{where}.outcome") from None
+    for s in sorted(node.slots()):
+        if s not in slots:
+            raise InputError(path, f"unknown slot {s!r} in outcome", field=f"{where}.outcome")
+    return Workflow(
+        id=wm.id, description=wm.description, slots=slots, required=req, buckets=buckets,
+        prereqs=prereqs, outcome=node, outcome_text=render(node),
+        confirmation_cues=tuple(c for c in wm.confirmation_cues if c.strip()),
+        any_buckets=any_buckets,
+    )
+
+
+Groups = tuple[frozenset[str], ...]
+
+
+def _from_buckets(order: list[list[str] | _AnyBucket], slots: Mapping[str, SlotSpec],
+                  req: tuple[str, ...], path: str | Path, where: str
+                  ) -> tuple[tuple[tuple[str, ...], ...], dict[str, Groups], frozenset[int]]:
+    seen: dict[str, int] = {}
+    lists: list[list[str]] = []
+    any_idx: set[int] = set()
+    for b, raw in enumerate(order):
+        is_any = isinstance(raw, _AnyBucket)
+        bucket = raw.any if isinstance(raw, _AnyBucket) else raw
+        if is_any:
+            any_idx.add(b)
+        lists.append(bucket)
+        for j, name in enumerate(bucket):
+            loc = f"{where}.order[{b}]" + (f".any[{j}]" if is_any else f"[{j}]")
+            if name not in slots:
+                raise InputError(path, f"unknown slot {name!r}", field=loc)
+            if name not in req and not is_any:
+                raise InputError(path, f"{name!r} is not a required field; an all-of bucket "
+                                 "lists only required fields (optional slots may come any "
+                                 "time, or stand as alternatives in an {any: [...]} bucket)",
+                                 field=loc)
+            if name in seen:
+                raise InputError(path, f"ordering cycle: {name!r} is in bucket {seen[name]} and "
+                                 f"bucket {b}, so it would have to come before and after "
+                                 "itself", field=loc)
+            seen[name] = b
+    missing = [f for f in req if f not in seen]
+    if missing:
+        raise InputError(path, f"order must place every required field; missing {missing}",
+                         field=f"{where}.order")
+    prereqs: dict[str, Groups] = {}
+    earlier: list[frozenset[str]] = []
+    for b, bucket in enumerate(lists):
+        for name in bucket:
+            prereqs[name] = tuple(earlier)
+        if b in any_idx:
+            earlier.append(frozenset(bucket))
+        else:
+            earlier.extend(frozenset([f]) for f in bucket)
+    kept = [b for b, bucket in enumerate(lists) if bucket]
+    return (tuple(tuple(lists[b]) for b in kept), prereqs,
+            frozenset(kept.index(b) for b in any_idx if b in kept))
+
+
+def _from_pairs(pairs: list[tuple[str, str]], slots: Mapping[str, SlotSpec],
+                req: tuple[str, ...], path: str | Path, where: str
+                ) -> tuple[tuple[tuple[str, ...], ...], dict[str, Groups]]:
+    direct: dict[str, set[str]] = {f: set() for f in req}
+    for j, (a, b) in enumerate(pairs):
+        for name in (a, b):
+            if name not in slots:
+                raise InputError(path, f"unknown slot {name!r}", field=f"{where}.precedes[{j}]")
+            if name not in req:
+                raise InputError(path, f"{name!r} is not a required field",
+                                 field=f"{where}.precedes[{j}]")
+        direct[b].add(a)
+    # transitive closure with cycle detection (depth-first, colour marking)
+    closure: dict[str, frozenset[str]] = {}
+    state: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> frozenset[str]:
+        if state.get(node) == 2:
+            return closure[node]
+        if state.get(node) == 1:
+            cyc = [*stack[stack.index(node):], node]
+            raise InputError(path, "ordering cycle: " + " -> ".join(reversed(cyc)),
+                             field=f"{where}.precedes")
+        state[node] = 1
+        acc: set[str] = set()
+        for p in sorted(direct[node]):
+            acc.add(p)
+            acc |= visit(p, [*stack, node])
+        state[node] = 2
+        closure[node] = frozenset(acc)
+        return closure[node]
+
+    for f in req:
+        visit(f, [])
+    # layer into buckets for display: depth = longest chain of prerequisites
+    depth: dict[str, int] = {}
+    for f in sorted(req, key=lambda x: len(closure[x])):
+        depth[f] = 1 + max((depth[p] for p in direct[f]), default=-1)
+    layers: dict[int, list[str]] = {}
+    for f in req:
+        layers.setdefault(depth[f], []).append(f)
+    buckets = tuple(tuple(layers[d]) for d in sorted(layers))
+    return buckets, {f: tuple(frozenset([p]) for p in sorted(ps)) for f, ps in closure.items()}

@@ -1,0 +1,313 @@
+"""Turn records (JSONL) and their validation against a spec.
+
+`Turn` is everything the evaluator may read. The gold label lives beside it in
+`TurnRecord`, never inside `Turn`, so no evaluator code can reach it by
+accident: scoring joins verdicts to gold by (dialogue_id, turn_id).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+
+from sage_tod.contracts.errors import InputError, InputProblem
+from sage_tod.contracts.spec import SpecBundle
+from sage_tod.text.normalize import is_unset
+
+FailureClassName = Literal["IUV", "WNF", "PC", "UV"]
+
+
+class HistoryEntry(BaseModel):
+    """One earlier exchange of the dialogue."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    user: StrictStr = ""
+    agent: StrictStr = ""
+
+
+class UserValue(BaseModel):
+    """A value an upstream NLU extracted from u_t (optionally with its span)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    slot: StrictStr
+    value: StrictStr
+    start: int | None = Field(default=None, ge=0)
+    end: int | None = Field(default=None, ge=0)
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+class AgentActs(BaseModel):
+    """Dialogue acts the agent exposes for a_t; when present they replace text detection."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    request: tuple[StrictStr, ...] = ()
+    confirm: StrictBool | None = None
+    inform: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+
+
+class Gold(BaseModel):
+    """Reference label, read only by scoring."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    label: Literal["failure", "acceptable"]
+    failure_class: FailureClassName | None = Field(default=None, alias="class")
+    note: StrictStr | None = None
+    injection: dict[str, Any] | None = None
+
+
+class Turn(BaseModel):
+    """The evaluator's input for one turn: (u_t, a_t, s_{t-1}, s_t, h_<t) and optional acts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    dialogue_id: StrictStr = Field(min_length=1)
+    turn_id: int | StrictStr
+    workflow: StrictStr
+    user: StrictStr
+    agent: StrictStr
+    state_before: dict[StrictStr, StrictStr | None]
+    state_after: dict[StrictStr, StrictStr | None]
+    history: tuple[HistoryEntry, ...] | None = None
+    user_values: tuple[UserValue, ...] | None = None
+    agent_acts: AgentActs | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.dialogue_id}:{self.turn_id}"
+
+    def before(self) -> dict[str, str]:
+        """s_{t-1} with unset values removed."""
+        return {k: v for k, v in self.state_before.items() if v is not None and not is_unset(v)}
+
+    def after(self) -> dict[str, str]:
+        """s_t with unset values removed."""
+        return {k: v for k, v in self.state_after.items() if v is not None and not is_unset(v)}
+
+
+class _TurnLine(Turn):
+    """A line of a turns file: the turn plus fields the evaluator must not read."""
+
+    gold: Gold | None = None
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """A validated turn with its gold label, metadata and source line."""
+
+    turn: Turn
+    gold: Gold | None = None
+    meta: Mapping[str, Any] | None = None
+    line: int | None = None
+
+
+@dataclass
+class TurnFile:
+    """The valid turns of a file and, under --skip-invalid, the problems skipped."""
+
+    records: list[TurnRecord]
+    skipped: list[InputProblem] = field(default_factory=list)
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int) and out:
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+_TYPE_NAMES = {int: "number", float: "number", bool: "boolean", list: "list", dict: "object"}
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def parse_turn(obj: Any, spec: SpecBundle, path: str | Path = "<turns>",
+               line: int | None = None) -> TurnRecord:
+    """Validate one turn object against the format and the spec."""
+    if not isinstance(obj, dict):
+        raise InputError(path, f"a turn must be a JSON object, got {_describe(obj)}", line=line)
+    try:
+        tl = _TurnLine.model_validate(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = _loc(tuple(err["loc"]))
+        # pydantic reports union members separately; keep the first, plain message
+        loc = loc.replace(".str", "").replace(".int", "")
+        if err["type"] == "missing":
+            msg = "missing required field"
+        elif err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        elif "string" in err["type"] or "str" in err["type"]:
+            msg = f"expected a string, got {_describe(err.get('input'))}"
+        else:
+            msg = err["msg"]
+        raise InputError(path, msg, line=line, field=loc or None) from None
+    wf = spec.workflow(tl.workflow)
+    if wf is None:
+        known = ", ".join(sorted(spec.workflows))
+        raise InputError(path, f"unknown workflow id {tl.workflow!r} (spec has: {known})",
+                         line=line, field="workflow")
+    for side in ("state_before", "state_after"):
+        for slot in getattr(tl, side):
+            if spec.slot(slot, wf) is None:
+                raise InputError(path, f"slot {slot!r} is not in the schema", line=line,
+                                 field=f"{side}.{slot}")
+    for i, uv in enumerate(tl.user_values or ()):
+        if spec.slot(uv.slot, wf) is None:
+            raise InputError(path, f"slot {uv.slot!r} is not in the schema", line=line,
+                             field=f"user_values[{i}].slot")
+        if uv.start is not None and uv.end is not None and not (
+                uv.start <= uv.end <= len(tl.user)):
+            raise InputError(path, "span is outside the user utterance", line=line,
+                             field=f"user_values[{i}]")
+    if tl.agent_acts is not None:
+        for i, slot in enumerate(tl.agent_acts.request):
+            if spec.slot(slot, wf) is None:
+                raise InputError(path, f"slot {slot!r} is not in the schema", line=line,
+                                 field=f"agent_acts.request[{i}]")
+        for slot in tl.agent_acts.inform:
+            if spec.slot(slot, wf) is None:
+                raise InputError(path, f"slot {slot!r} is not in the schema", line=line,
+                                 field=f"agent_acts.inform.{slot}")
+    turn = Turn.model_validate(tl.model_dump(exclude={"gold", "meta"}))
+    return TurnRecord(turn=turn, gold=tl.gold, meta=tl.meta, line=line)
+
+
+def iter_turn_lines(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
+    """Yield (line number, parsed JSON or the error) for each non-blank line."""
+    p = Path(path)
+    try:
+        fh = p.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(p, "file not found") from None
+    except OSError as exc:
+        raise InputError(p, f"cannot read file: {exc}") from None
+    with fh:
+        try:
+            for n, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    yield n, json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    yield n, InputError(p, f"malformed JSON: {exc.msg} (column {exc.colno})",
+                                        line=n)
+        except UnicodeDecodeError:
+            raise InputError(p, "file is not UTF-8 text") from None
+
+
+def load_turns_unchecked(path: str | Path) -> list[TurnRecord]:
+    """Turns validated against the format only (no spec): for reports and viewers."""
+    recs: list[TurnRecord] = []
+    for n, obj in iter_turn_lines(path):
+        if isinstance(obj, InputError):
+            raise obj
+        try:
+            tl = _TurnLine.model_validate(obj)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise InputError(path, err["msg"], line=n,
+                             field=_loc(tuple(err["loc"])) or None) from None
+        turn = Turn.model_validate(tl.model_dump(exclude={"gold", "meta"}))
+        recs.append(TurnRecord(turn=turn, gold=tl.gold, meta=tl.meta, line=n))
+    if not recs:
+        raise InputError(path, "file is empty: no turns")
+    return with_history(recs)
+
+
+def load_turns(path: str | Path, spec: SpecBundle, *, skip_invalid: bool = False) -> TurnFile:
+    """Read and validate a turns JSONL file; fills in `history` where absent.
+
+    The first problem raises `InputError` unless `skip_invalid`, in which case
+    invalid lines are collected in `TurnFile.skipped` and the rest are kept.
+    """
+    out = TurnFile(records=[])
+    seen: dict[tuple[str, str], int] = {}
+    any_line = False
+    for n, item in iter_turn_lines(path):
+        any_line = True
+        try:
+            if isinstance(item, InputError):
+                raise item
+            rec = parse_turn(item, spec, path, n)
+            k = (rec.turn.dialogue_id, str(rec.turn.turn_id))
+            if k in seen:
+                raise InputError(path, f"duplicate turn {k[0]}:{k[1]} (first on line {seen[k]})",
+                                 line=n, field="turn_id")
+            seen[k] = n
+            out.records.append(rec)
+        except InputError as exc:
+            if not skip_invalid:
+                raise
+            out.skipped.append(exc.problem)
+    if not any_line:
+        raise InputError(path, "file is empty: no turns")
+    out.records = with_history(out.records)
+    return out
+
+
+def transcript_lines(history: Sequence[HistoryEntry], last: int | None = None) -> list[str]:
+    """"User: ..." / "Agent: ..." lines of the last `last` exchanges (all when None).
+
+    One rendering of a dialogue for every prompt and encoder that reads one
+    (S3, the LLM judges, the router), so they all see the same text.
+    """
+    shown = list(history) if last is None else (list(history)[-last:] if last > 0 else [])
+    lines: list[str] = []
+    for h in shown:
+        if h.user:
+            lines.append(f"User: {h.user}")
+        if h.agent:
+            lines.append(f"Agent: {h.agent}")
+    return lines
+
+
+def with_history(records: list[TurnRecord]) -> list[TurnRecord]:
+    """Give each turn without `history` the earlier turns of its dialogue, in file order."""
+    so_far: dict[str, list[HistoryEntry]] = {}
+    result: list[TurnRecord] = []
+    for rec in records:
+        t = rec.turn
+        past = so_far.setdefault(t.dialogue_id, [])
+        if t.history is None:
+            t = t.model_copy(update={"history": tuple(past)})
+            rec = TurnRecord(turn=t, gold=rec.gold, meta=rec.meta, line=rec.line)
+        past.append(HistoryEntry(user=t.user, agent=t.agent))
+        result.append(rec)
+    return result
+
+
+def read_gold_labels(path: str | Path) -> list[tuple[str, Gold | None]]:
+    """(turn key, gold) for every line; needs only ids and `gold`, not a spec."""
+    out: list[tuple[str, Gold | None]] = []
+    for n, obj in iter_turn_lines(path):
+        if isinstance(obj, InputError):
+            raise obj
+        if not isinstance(obj, dict):
+            raise InputError(path, "a turn must be a JSON object", line=n)
+        for k in ("dialogue_id", "turn_id"):
+            if k not in obj:
+                raise InputError(path, "missing required field", line=n, field=k)
+        gold = None
+        if obj.get("gold") is not None:
+            try:
+                gold = Gold.model_validate(obj["gold"])
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                raise InputError(path, err["msg"], line=n,
+                                 field="gold." + _loc(tuple(err["loc"]))) from None
+        out.append((f"{obj['dialogue_id']}:{obj['turn_id']}", gold))
+    if not out:
+        raise InputError(path, "file is empty: no turns")
+    return out

@@ -1,0 +1,108 @@
+"""The cascade: route each criterion through the configured stages in order.
+
+A stage sees only the criteria it accepts that no earlier stage decided;
+abstentions pass on. A stage that raises does not crash the run: its criteria
+abstain with the error as the reason (a verifier never guesses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sage_tod.contracts.criteria import Criterion, Decision, Outcome
+from sage_tod.verifiers.base import Item, Stage, StageUnavailable, build_stage
+
+CONFIGS: Mapping[str, tuple[str, ...]] = {
+    "core": ("S1", "S2"),
+    "llm": ("S1", "S2", "S3"),
+    "no_s1": ("S2", "S3"),
+    "no_s2": ("S1", "S3"),
+    "no_s3": ("S1", "S2"),
+    "s1": ("S1",),
+}
+CONFIG_HELP = {
+    "core": "SAGE-Core: compiler + S1 symbolic + S2 encoder/NLI (no paid LLM call)",
+    "llm": "SAGE-LLM: core + S3 focused LLM on open-class abstentions",
+    "no_s1": "ablation: S2 + S3",
+    "no_s2": "ablation: S1 + S3",
+    "no_s3": "ablation: S1 + S2 (identical to core)",
+    "s1": "S1 symbolic rules only",
+}
+
+
+@dataclass(frozen=True)
+class StageStep:
+    """One stage's answer to one criterion, kept for the evidence trace."""
+
+    stage: str
+    decision: Decision
+
+
+@dataclass
+class CriterionResult:
+    criterion: Criterion
+    decision: Decision
+    decided_by: str | None
+    trace: list[StageStep] = field(default_factory=list)
+
+
+class UnknownConfig(KeyError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"unknown config {name!r}; available: {', '.join(CONFIGS)}")
+
+
+class Cascade:
+    """An ordered list of stages; `missing` says which configured stages could not run."""
+
+    def __init__(self, stages: Sequence[Stage], missing: Mapping[str, str] | None = None,
+                 config: str = "custom") -> None:
+        self.stages = list(stages)
+        self.missing = dict(missing or {})
+        self.config = config
+
+    @classmethod
+    def from_config(cls, name: str, options: Mapping[str, Any] | None = None) -> Cascade:
+        if name not in CONFIGS:
+            raise UnknownConfig(name)
+        stages: list[Stage] = []
+        missing: dict[str, str] = {}
+        for stage_name in CONFIGS[name]:
+            try:
+                stages.append(build_stage(stage_name, dict(options or {})))
+            except StageUnavailable as exc:
+                missing[stage_name] = str(exc)
+        return cls(stages, missing, name)
+
+    @property
+    def stage_names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+    def run(self, items: Sequence[Item]) -> list[CriterionResult]:
+        results = [CriterionResult(it.criterion, Decision.abstain("no stage accepted it"), None)
+                   for it in items]
+        for stage in self.stages:
+            idx = [i for i, r in enumerate(results)
+                   if r.decided_by is None and stage.accepts(r.criterion)]
+            if not idx:
+                continue
+            try:
+                decisions = stage.decide([items[i] for i in idx])
+                if len(decisions) != len(idx):
+                    raise RuntimeError(f"returned {len(decisions)} decisions for {len(idx)}")
+            except Exception as exc:  # a failing stage abstains, it never guesses
+                decisions = [Decision.abstain(f"{stage.name} error: {exc}")] * len(idx)
+            for i, d in zip(idx, decisions, strict=True):
+                res = results[i]
+                res.trace.append(StageStep(stage.name, d))
+                res.decision = d
+                if d.outcome is not Outcome.ABSTAIN:
+                    res.decided_by = stage.name
+        for res in results:
+            if res.decided_by is None and len(res.trace) > 1:
+                # every stage abstained: keep each one's reason, not only the last
+                why = "; ".join(f"{s.stage}: {s.decision.rationale}" for s in res.trace)
+                res.decision = Decision(Outcome.ABSTAIN, res.decision.margin, why,
+                                        res.decision.evidence)
+        return results

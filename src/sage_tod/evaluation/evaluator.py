@@ -1,0 +1,117 @@
+"""The evaluator: spec -> compiler -> cascade -> aggregator, over single turns or streams."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from sage_tod.compiler.compile import compile_turn
+from sage_tod.compiler.context import TurnContext, make_context
+from sage_tod.contracts.criteria import Outcome
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle, load_spec
+from sage_tod.contracts.turns import Turn, TurnRecord, parse_turn
+from sage_tod.contracts.verdicts import CriterionVerdict, StageAnswer, Verdict
+from sage_tod.evaluation.aggregate import repair_signal, turn_verdict
+from sage_tod.evaluation.cascade import Cascade
+from sage_tod.verifiers.base import Item
+
+
+class Evaluator:
+    """Evaluate turns against a spec with a named configuration (`core`, `llm`, ...).
+
+    >>> ev = Evaluator("spec.yaml")                    # doctest: +SKIP
+    >>> ev.evaluate_turn({...}).verdict                # doctest: +SKIP
+    'failure'
+    """
+
+    def __init__(self, spec: SpecBundle | str | Path, config: str = "core", *,
+                 cascade: Cascade | None = None, options: Mapping[str, Any] | None = None,
+                 batch_size: int = 64) -> None:
+        self.spec = spec if isinstance(spec, SpecBundle) else load_spec(spec)
+        self.cascade = cascade or Cascade.from_config(config, options)
+        self.config = config if cascade is None else cascade.config
+        self.batch_size = max(1, batch_size)
+        for stage in self.cascade.stages:
+            # stages that load lazily do it now, so per-turn latency is warm latency
+            warmup = getattr(stage, "warmup", None)
+            if callable(warmup):
+                warmup()
+
+    @property
+    def missing_stages(self) -> dict[str, str]:
+        """Configured stages that could not run, with the reason (their criteria abstain)."""
+        return dict(self.cascade.missing)
+
+    def _as_turn(self, turn: Turn | TurnRecord | Mapping[str, Any]) -> Turn:
+        if isinstance(turn, Turn):
+            if self.spec.workflow(turn.workflow) is None:
+                raise InputError("<turn>", f"unknown workflow id {turn.workflow!r}",
+                                 field="workflow")
+            return turn
+        if isinstance(turn, TurnRecord):
+            return turn.turn
+        return parse_turn(dict(turn), self.spec).turn
+
+    def evaluate_turn(self, turn: Turn | TurnRecord | Mapping[str, Any]) -> Verdict:
+        """One verdict. Its `history` must be given when the turn is not the first."""
+        return self._evaluate_batch([self._as_turn(turn)])[0]
+
+    def evaluate(self, turns: Iterable[Turn | TurnRecord | Mapping[str, Any]]
+                 ) -> Iterator[Verdict]:
+        """Verdicts in input order; criteria of a chunk of turns go to each stage together."""
+        chunk: list[Turn] = []
+        for t in turns:
+            chunk.append(self._as_turn(t))
+            if len(chunk) >= self.batch_size:
+                yield from self._evaluate_batch(chunk)
+                chunk = []
+        if chunk:
+            yield from self._evaluate_batch(chunk)
+
+    def _evaluate_batch(self, turns: list[Turn]) -> list[Verdict]:
+        t0 = time.perf_counter()
+        contexts: list[TurnContext] = []
+        items: list[Item] = []
+        owner: list[int] = []
+        for i, turn in enumerate(turns):
+            ctx = make_context(self.spec, turn)
+            contexts.append(ctx)
+            for c in compile_turn(ctx):
+                items.append(Item(c, ctx))
+                owner.append(i)
+        results = self.cascade.run(items)
+        per_turn: list[list[int]] = [[] for _ in turns]
+        for j, i in enumerate(owner):
+            per_turn[i].append(j)
+        elapsed_ms = (time.perf_counter() - t0) * 1000.0
+        latency = round(elapsed_ms / len(turns), 3)
+        out: list[Verdict] = []
+        for i, turn in enumerate(turns):
+            rs = [results[j] for j in per_turn[i]]
+            label, conf = turn_verdict(rs)
+            crits = []
+            for r in rs:
+                fired = r.decision.outcome is Outcome.TRUE
+                crits.append(CriterionVerdict(
+                    id=r.criterion.id, failure_class=r.criterion.failure_class,
+                    args=r.criterion.args, question=r.criterion.question,
+                    decision=r.decision.outcome, decided_by=r.decided_by,
+                    margin=round(r.decision.margin, 6), rationale=r.decision.rationale,
+                    evidence=r.criterion.evidence, support=r.decision.evidence,
+                    repair=repair_signal(r.criterion, contexts[i]) if fired else None,
+                    trace=[StageAnswer(stage=s.stage, decision=s.decision.outcome,
+                                       margin=round(s.decision.margin, 6),
+                                       rationale=s.decision.rationale) for s in r.trace],
+                ))
+            classes = sorted({c.failure_class for c in crits if c.decision is Outcome.TRUE},
+                             key=lambda c: ["IUV", "WNF", "PC", "UV"].index(c.value))
+            out.append(Verdict(
+                dialogue_id=turn.dialogue_id, turn_id=turn.turn_id, workflow=turn.workflow,
+                verdict=label, confidence=conf, classes=classes, criteria=crits,
+                config=self.config, stages=self.cascade.stage_names, latency_ms=latency,
+                cost_usd=round(sum(s.decision.cost_usd for r in rs for s in r.trace), 8),
+            ))
+        return out

@@ -1,0 +1,1 @@
+"""NLI model training, SGD-dev adaptation, claim measurement, calibration and speed benchmarks."""

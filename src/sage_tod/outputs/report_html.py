@@ -1,0 +1,249 @@
+"""A self-contained HTML report of a verdicts file (no network at view time).
+
+Everything a user's dialogue contains is escaped on the server side with
+`html.escape`; the page's small script only shows, hides and filters rows.
+So a turn that contains `<script>` renders as text.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from sage_tod.contracts.criteria import Span
+from sage_tod.contracts.turns import Gold, Turn
+from sage_tod.contracts.verdicts import CriterionVerdict, Verdict, decided_by_counts
+from sage_tod.outputs.scoring import CLASSES, score
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#1d2330;
+background:#fafbfc}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:22px 0 8px}
+.sub{color:#667;margin-bottom:16px}
+.cards{display:flex;gap:12px;flex-wrap:wrap}
+.card{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:10px 14px;min-width:120px}
+.card b{display:block;font-size:22px}
+.failure{color:#b42318}.acceptable{color:#067647}.undecided{color:#b54708}
+table{border-collapse:collapse;width:100%;background:#fff}
+th,td{border-bottom:1px solid #e6e8ec;padding:5px 8px;text-align:left;vertical-align:top}
+th{background:#f2f4f7;font-weight:600}
+tr.row{cursor:pointer}tr.row:hover{background:#f5f8ff}
+tr.detail>td{background:#fcfcfd;padding:12px 18px}
+.filters{display:flex;gap:10px;align-items:center;margin:8px 0;flex-wrap:wrap}
+.filters select,.filters input{padding:4px 6px}
+mark.ev{background:#ffe08a;padding:0 1px;border-radius:2px}
+mark.sup{background:#b7f0c8;padding:0 1px;border-radius:2px}
+.utt{margin:2px 0}.who{display:inline-block;width:52px;color:#667;font-size:12px}
+.hist{color:#556}
+.diff td{font-family:ui-monospace,monospace;font-size:12px}
+.chg{background:#fff4e5}
+.crit{border-left:4px solid #d0d5dd;padding:4px 10px;margin:8px 0;background:#fff}
+.crit.true{border-color:#d92d20}.crit.false{border-color:#17b26a}.crit.abstain{border-color:#f79009}
+.repair{color:#6941c6;font-weight:600}
+.muted{color:#889;font-size:12px}
+.bars{display:flex;align-items:flex-end;gap:3px;height:80px}
+.bars div{background:#84adff;width:26px;position:relative}
+.bars span{position:absolute;bottom:-18px;left:0;font-size:10px;color:#667}
+.hidden{display:none}
+"""
+
+_JS = """
+(function(){
+  const sel = id => document.getElementById(id);
+  function apply(){
+    const v = sel('f-verdict').value, c = sel('f-class').value, w = sel('f-workflow').value,
+          q = sel('f-search').value.toLowerCase();
+    let shown = 0;
+    document.querySelectorAll('tr.row').forEach(r => {
+      const ok = (!v || r.dataset.verdict === v) &&
+                 (!c || r.dataset.classes.split(' ').includes(c)) &&
+                 (!w || r.dataset.workflow === w) &&
+                 (!q || r.dataset.search.includes(q));
+      r.classList.toggle('hidden', !ok);
+      const d = document.getElementById('d-' + r.dataset.idx);
+      if (!ok) d.classList.add('hidden');
+      if (ok) shown++;
+    });
+    sel('f-count').textContent = shown + ' turn(s)';
+  }
+  ['f-verdict','f-class','f-workflow'].forEach(id => sel(id).addEventListener('change', apply));
+  sel('f-search').addEventListener('input', apply);
+  document.querySelectorAll('tr.row').forEach(r => r.addEventListener('click', () => {
+    document.getElementById('d-' + r.dataset.idx).classList.toggle('hidden');
+  }));
+  apply();
+})();
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _marked(text: str, spans: Sequence[tuple[Span, str]]) -> str:
+    """`text` escaped, with each span wrapped in <mark class=...> (spans may not overlap)."""
+    good = sorted(((s, cls) for s, cls in spans
+                   if 0 <= s.start <= s.end <= len(text) and text[s.start:s.end] == s.text),
+                  key=lambda x: x[0].start)
+    out, pos = [], 0
+    for s, cls in good:
+        if s.start < pos:
+            continue
+        out.append(_e(text[pos:s.start]))
+        out.append(f'<mark class="{cls}">{_e(text[s.start:s.end])}</mark>')
+        pos = s.end
+    out.append(_e(text[pos:]))
+    return "".join(out)
+
+
+def _spans_for(v: Verdict, source: str, index: int | None) -> list[tuple[Span, str]]:
+    found: list[tuple[Span, str]] = []
+    for c in v.criteria:
+        for span, cls in ((c.evidence, "ev"), (c.support, "sup")):
+            if span is not None and span.source == source and span.index == index:
+                found.append((span, cls))
+    return found
+
+
+def _criterion_html(c: CriterionVerdict) -> str:
+    parts = [f'<div class="crit {c.decision.value}">',
+             f"<b>{_e(c.failure_class.value)}</b> &middot; "
+             f'<span class="{ "failure" if c.decision.value == "true" else "" }">'
+             f"{_e(c.decision.value.upper())}</span> by {_e(c.decided_by or 'no stage')} "
+             f"(margin {c.margin:.2f})<br>",
+             f"<i>{_e(c.question)}</i><br>",
+             f'<span class="muted">why:</span> {_e(c.rationale)}']
+    for label, span in (("evidence", c.evidence), ("support", c.support)):
+        if span is not None:
+            where = span.source if span.index is None else f"{span.source}[{span.index}]"
+            cls = "ev" if label == "evidence" else "sup"
+            parts.append(f'<br><span class="muted">{label}:</span> {_e(where)} '
+                         f'[{span.start},{span.end}] <mark class="{cls}">{_e(span.text)}</mark>')
+    if len(c.trace) > 1:
+        trail = " &rarr; ".join(f"{_e(s.stage)}:{_e(s.decision.value)}" for s in c.trace)
+        parts.append(f'<br><span class="muted">trace: {trail}</span>')
+    if c.repair:
+        parts.append(f'<br><span class="repair">repair: {_e(c.repair)}</span>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _turn_html(v: Verdict, turn: Turn | None) -> str:
+    parts: list[str] = []
+    if turn is not None:
+        hist = turn.history or ()
+        if hist:
+            parts.append('<div class="hist"><b>history</b>')
+            for i, h in enumerate(hist):
+                parts.append(f'<div class="utt"><span class="who">user</span>'
+                             f'{_marked(h.user, _spans_for(v, "history.user", i))}</div>')
+                parts.append(f'<div class="utt"><span class="who">agent</span>'
+                             f'{_marked(h.agent, _spans_for(v, "history.agent", i))}</div>')
+            parts.append("</div>")
+        parts.append(f'<div class="utt"><span class="who"><b>u_t</b></span>'
+                     f'<span class="u-t">{_marked(turn.user, _spans_for(v, "user", None))}'
+                     "</span></div>")
+        parts.append(f'<div class="utt"><span class="who"><b>a_t</b></span>'
+                     f'<span class="a-t">{_marked(turn.agent, _spans_for(v, "agent", None))}'
+                     "</span></div>")
+        before, after = turn.before(), turn.after()
+        slots = sorted(set(before) | set(after))
+        if slots:
+            rows = "".join(
+                f'<tr class="{"chg" if before.get(s) != after.get(s) else ""}">'
+                f"<td>{_e(s)}</td><td>{_e(before.get(s, ''))}</td><td>{_e(after.get(s, ''))}"
+                "</td></tr>" for s in slots)
+            parts.append('<h2>state</h2><table class="diff"><tr><th>slot</th><th>s_{t-1}</th>'
+                         f"<th>s_t</th></tr>{rows}</table>")
+    parts.append("<h2>criteria</h2>")
+    if not v.criteria:
+        parts.append('<p class="muted">no criteria compiled for this turn</p>')
+    parts.extend(_criterion_html(c) for c in v.criteria)
+    return "".join(parts)
+
+
+def _histogram(verdicts: Sequence[Verdict]) -> str:
+    bins = Counter(min(int(v.confidence * 10), 9) for v in verdicts)
+    top = max(bins.values(), default=1)
+    bars = "".join(
+        f'<div style="height:{max(2, int(70 * bins[b] / top))}px" '
+        f'title="{b / 10:.1f}-{(b + 1) / 10:.1f}: {bins[b]}"><span>{b / 10:.1f}</span></div>'
+        for b in range(10))
+    return f'<div class="bars">{bars}</div>'
+
+
+def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None = None,
+                  gold: Mapping[str, Gold | None] | None = None,
+                  title: str = "sage-tod report") -> str:
+    """The whole page as one string."""
+    turns = turns or {}
+    counts = Counter(v.verdict for v in verdicts)
+    fired = Counter(c.value for v in verdicts for c in v.classes)
+    stages = decided_by_counts(verdicts)
+    n_crit = sum(stages.values()) or 1
+    cards = [f'<div class="card"><span class="muted">turns</span><b>{len(verdicts)}</b></div>']
+    for label in ("failure", "acceptable", "undecided"):
+        cards.append(f'<div class="card"><span class="muted">{label}</span>'
+                     f'<b class="{label}">{counts[label]}</b></div>')
+    if gold:
+        rep = score([(v.key, gold.get(v.key)) for v in verdicts], verdicts)
+        if rep.n:
+            cards.append(f'<div class="card"><span class="muted">P / R / F1 (n={rep.n})</span>'
+                         f"<b>{rep.full.precision:.2f} / {rep.full.recall:.2f} / "
+                         f"{rep.full.f1:.2f}</b></div>")
+    cost = sum(v.cost_usd for v in verdicts)
+    cards.append(f'<div class="card"><span class="muted">cost</span><b>${cost:.4f}</b></div>')
+    class_rows = "".join(f"<tr><td>{c}</td><td>{fired[c]}</td></tr>" for c in CLASSES)
+    stage_rows = "".join(f"<tr><td>{_e(s)}</td><td>{n}</td><td>{n / n_crit:.0%}</td></tr>"
+                         for s, n in sorted(stages.items()))
+    workflows = sorted({v.workflow for v in verdicts})
+    rows: list[str] = []
+    for i, v in enumerate(verdicts):
+        t = turns.get(v.key)
+        g = gold.get(v.key) if gold else None
+        gtxt = "" if g is None else (g.failure_class or g.label)
+        search = " ".join([v.key, v.workflow, t.user if t else "", t.agent if t else ""]).lower()
+        classes = " ".join(c.value for c in v.classes)
+        rows.append(
+            f'<tr class="row" data-idx="{i}" data-verdict="{v.verdict}" '
+            f'data-classes="{_e(classes)}" data-workflow="{_e(v.workflow)}" '
+            f'data-search="{_e(search)}">'
+            f"<td>{_e(v.key)}</td><td>{_e(v.workflow)}</td>"
+            f'<td class="{v.verdict}">{v.verdict}</td><td>{_e(classes or "-")}</td>'
+            f"<td>{v.confidence:.2f}</td><td>{_e(gtxt)}</td></tr>"
+            f'<tr class="detail hidden" id="d-{i}"><td colspan="6">{_turn_html(v, t)}</td></tr>')
+    opts = "".join(f'<option value="{_e(w)}">{_e(w)}</option>' for w in workflows)
+    cls_opts = "".join(f'<option value="{c}">{c}</option>' for c in CLASSES)
+    configs = sorted({f"{v.config} ({'+'.join(v.stages)})" for v in verdicts})
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title><style>{_CSS}</style></head><body>
+<h1>{_e(title)}</h1>
+<div class="sub">config {_e(", ".join(configs))} &middot; click a turn for its evidence trace</div>
+<div class="cards">{"".join(cards)}</div>
+<div style="display:flex;gap:40px;flex-wrap:wrap">
+<div><h2>fired classes</h2><table style="width:auto"><tr><th>class</th><th>turns</th></tr>
+{class_rows}</table></div>
+<div><h2>criteria decided by</h2><table style="width:auto"><tr><th>stage</th><th>criteria</th>
+<th>share</th></tr>{stage_rows}</table></div>
+<div><h2>turn confidence</h2>{_histogram(verdicts)}</div>
+</div>
+<h2>turns</h2>
+<div class="filters">
+<label>verdict <select id="f-verdict"><option value="">all</option>
+<option value="failure">failure</option><option value="acceptable">acceptable</option>
+<option value="undecided">undecided</option></select></label>
+<label>class <select id="f-class"><option value="">all</option>{cls_opts}</select></label>
+<label>workflow <select id="f-workflow"><option value="">all</option>{opts}</select></label>
+<label>search <input id="f-search" type="search" placeholder="text or id"></label>
+<span id="f-count" class="muted"></span>
+</div>
+<table id="turns"><thead><tr><th>turn</th><th>workflow</th><th>verdict</th><th>classes</th>
+<th>confidence</th><th>gold</th></tr></thead><tbody>
+{"".join(rows)}
+</tbody></table>
+<script>{_JS}</script>
+</body></html>
+"""
