@@ -15,8 +15,8 @@ from sage_tod.verifiers.base import Item, Stage
 
 
 def _crit(i: int, nlu: bool = False) -> Criterion:
-    return Criterion(id=f"UV:s{i}", failure_class=FailureClass.UV, args={"slot": f"s{i}"},
-                     question="q", nlu=nlu)
+    return Criterion(id=f"UV:s{i}", failure_class=FailureClass.UV,
+                     args={"slot": f"s{i}", "value": "v"}, question="q", nlu=nlu)
 
 
 def _res(outcome: Outcome, margin: float = 1.0) -> CriterionResult:

@@ -41,7 +41,7 @@ def test_uv_supported_verbatim_synonym_time_and_agent_offer(make_turn, ctx_of: C
 
 def test_uv_unsupported_value_is_not_decided_by_s1(make_turn, ctx_of: Ctx) -> None:
     t = make_turn(user="I want Italian food", after={"food": "italian", "area": "south"})
-    decided = dict((c.args["slot"], o) for c, o in _decide(ctx_of(t), FailureClass.UV))
+    decided = dict((c.args.slot, o) for c, o in _decide(ctx_of(t), FailureClass.UV))
     assert decided == {"food": Outcome.FALSE, "area": Outcome.ABSTAIN}
 
 
@@ -55,7 +55,7 @@ def test_uv_only_for_written_values(make_turn, ctx_of: Ctx) -> None:
 def test_iuv_fires_when_user_value_is_dropped(make_turn, ctx_of: Ctx) -> None:
     t = make_turn(user="Somewhere in the north please", after={})
     (c, o), = _decide(ctx_of(t), FailureClass.IUV)
-    assert o is Outcome.TRUE and c.args["slot"] == "area" and c.evidence is not None
+    assert o is Outcome.TRUE and c.args.slot == "area" and c.evidence is not None
     assert c.evidence.text == "north"
 
 
@@ -66,7 +66,7 @@ def test_iuv_stale_value_and_user_values(make_turn, ctx_of: Ctx) -> None:
     nlu = make_turn(user="for four of us", after={},
                     user_values=[{"slot": "people", "value": "4"}])
     (c, o), = _decide(ctx_of(nlu), FailureClass.IUV)
-    assert o is Outcome.TRUE and c.args["source"] == "user_values"
+    assert o is Outcome.TRUE and c.args.source == "user_values"
 
 
 def test_iuv_not_emitted_when_recorded_or_negated(make_turn, ctx_of: Ctx) -> None:
@@ -82,10 +82,10 @@ def test_iuv_not_emitted_when_recorded_or_negated(make_turn, ctx_of: Ctx) -> Non
 def test_iuv_ambiguous_extraction_abstains(make_turn, ctx_of: Ctx) -> None:
     t = make_turn(user="around 9:15 would be good", workflow="train", after={})
     (c, o), = _decide(ctx_of(t), FailureClass.IUV)
-    assert set(c.args["candidates"]) == {"leaveat", "arriveby"} and o is Outcome.ABSTAIN
+    assert set(c.args.candidates) == {"leaveat", "arriveby"} and o is Outcome.ABSTAIN
     cue = make_turn(user="I need to arrive by 9:15", workflow="train", after={})
     (c2, o2), = _decide(ctx_of(cue), FailureClass.IUV)
-    assert c2.args["candidates"] == ["arriveby"] and o2 is Outcome.ABSTAIN  # narrowed: 0.8
+    assert c2.args.candidates == ("arriveby",) and o2 is Outcome.ABSTAIN  # narrowed: 0.8
 
 
 # ---------------------------------------------------------------- WNF
@@ -93,7 +93,7 @@ def test_wnf_fires_for_request_out_of_order(make_turn, ctx_of: Ctx) -> None:
     t = make_turn(user="North please.", agent="How many people will be dining?",
                   after={"area": "north"})
     (c, o), = _decide(ctx_of(t), FailureClass.WNF)
-    assert c.args["slot"] == "people" and o is Outcome.TRUE
+    assert c.args.slot == "people" and o is Outcome.TRUE
 
 
 def test_wnf_legal_requests(make_turn, ctx_of: Ctx) -> None:
@@ -114,13 +114,13 @@ def test_wnf_offers_are_not_requests_and_acts_replace_text(make_turn, ctx_of: Ct
     assert _decide(ctx_of(offer), FailureClass.WNF) == []
     acts = make_turn(user="hi", agent="Tell me more.", agent_acts={"request": ["time"]})
     (c, o), = _decide(ctx_of(acts), FailureClass.WNF)
-    assert c.args["source"] == "agent_acts" and o is Outcome.TRUE
+    assert c.args.source == "agent_acts" and o is Outcome.TRUE
 
 
 def test_wnf_ambiguous_request_abstains_when_legality_differs(make_turn, ctx_of: Ctx) -> None:
     t = make_turn(user="hi", agent="What time?", workflow="train")
     (c, o), = _decide(ctx_of(t), FailureClass.WNF)
-    assert set(c.args["candidates"]) == {"leaveat", "arriveby"}
+    assert set(c.args.candidates) == {"leaveat", "arriveby"}
     assert o is Outcome.FALSE  # both optional: legal either way
     rest = make_turn(user="North", agent="When?", after={"area": "north"})
     assert _outcomes(ctx_of(rest), FailureClass.WNF) == [Outcome.TRUE]
@@ -132,13 +132,13 @@ def test_wnf_ambiguous_request_abstains_when_legality_differs(make_turn, ctx_of:
                        "agent": "What time?", "state_before": {}, "state_after": {}},
                       mixed).turn
     (c, o), = _decide(make_context(mixed, turn), FailureClass.WNF)
-    assert set(c.args["candidates"]) == {"start", "end"} and o is Outcome.ABSTAIN
+    assert set(c.args.candidates) == {"start", "end"} and o is Outcome.ABSTAIN
 
 
 def test_wnf_two_named_slots_are_two_requests(make_turn, ctx_of: Ctx) -> None:
     t = make_turn(user="North", agent="What food and what price range?",
                   after={"area": "north"})
-    assert sorted(c.args["slot"] for c, _ in _decide(ctx_of(t), FailureClass.WNF)) == [
+    assert sorted(c.args.slot for c, _ in _decide(ctx_of(t), FailureClass.WNF)) == [
         "food", "pricerange"]
 
 
@@ -206,11 +206,11 @@ def test_wnf_prerequisite_offered_by_the_agent_in_this_turn(make_turn, ctx_of: C
 
 def test_wnf_slot_asked_together_with_its_prerequisites(make_turn, ctx_of: Ctx) -> None:
     t = make_turn(user="hi", agent="Which area, and what time would you like?")
-    decided = {c.args["slot"]: o for c, o in _decide(ctx_of(t), FailureClass.WNF)}
+    decided = {c.args.slot: o for c, o in _decide(ctx_of(t), FailureClass.WNF)}
     assert decided == {"area": Outcome.FALSE, "time": Outcome.TRUE}  # food/name not asked
     t2 = make_turn(user="hi", agent="What area and food, and what time?",
                    before={}, after={"name": "x"})
-    assert {c.args["slot"]: o for c, o in _decide(ctx_of(t2), FailureClass.WNF)} == {
+    assert {c.args.slot: o for c, o in _decide(ctx_of(t2), FailureClass.WNF)} == {
         "area": Outcome.FALSE, "food": Outcome.FALSE, "time": Outcome.FALSE}
 
 
@@ -222,14 +222,14 @@ def test_dontcare_is_supported_only_when_about_the_slot(make_turn, ctx_of: Ctx) 
     assert _outcomes(ctx_of(answer), FailureClass.UV) == [Outcome.FALSE]
     elsewhere = make_turn(user="Italian food.", after={"food": "italian", "area": "dontcare"},
                           history=[{"user": "hi", "agent": "Anything else I can do?"}])
-    decided = {c.args["slot"]: o for c, o in _decide(ctx_of(elsewhere), FailureClass.UV)}
+    decided = {c.args.slot: o for c, o in _decide(ctx_of(elsewhere), FailureClass.UV)}
     assert decided["area"] is Outcome.ABSTAIN
 
 
 def test_iuv_two_values_for_one_slot_are_not_exact(make_turn, ctx_of: Ctx) -> None:
     t = make_turn(user="Something in the north of the centre", after={"area": "north"})
     (c, o), = _decide(ctx_of(t), FailureClass.IUV)
-    assert c.args["value"] == "centre" and o is Outcome.ABSTAIN
+    assert c.args.value == "centre" and o is Outcome.ABSTAIN
 
 
 def test_request_cues_ignore_pronouns_and_spelling_folds(spec, ctx_of: Ctx) -> None:
@@ -320,7 +320,7 @@ def test_iuv_date_recorded_in_a_longer_spelling() -> None:
 
     assert iuv("Monday next week") == []  # holds "monday"
     (c,) = iuv("Tuesday")
-    assert c.args["value"].lower().startswith("monday")
+    assert c.args.value.lower().startswith("monday")
 
 
 def test_uv_party_size_said_in_words(make_turn, ctx_of: Ctx) -> None:

@@ -135,7 +135,7 @@ def test_date_keys_compare_spellings() -> None:
 def test_month_date_for_the_only_date_slot_is_exact(bundle: SpecBundle) -> None:
     ((c, o),) = _iuv(bundle, "weather", "I want to check the weather there on March 12th.",
                      after={"city": "Paris"}, before={"city": "Paris"})
-    assert o is Outcome.TRUE and c.args["slot"] == "date" and c.args["source"] == "date"
+    assert o is Outcome.TRUE and c.args.slot == "date" and c.args.source == "date"
     assert c.evidence is not None and c.evidence.text == "March 12th"
 
 
@@ -154,18 +154,18 @@ def test_date_against_an_incomparable_held_date_claims_nothing(bundle: SpecBundl
 def test_stale_date_fires(bundle: SpecBundle) -> None:
     ((c, o),) = _iuv(bundle, "weather", "Actually make it March 14th.",
                      before={"date": "March 12th"}, after={"date": "March 12th"})
-    assert o is Outcome.TRUE and c.args["value"] == "March 14th"
+    assert o is Outcome.TRUE and c.args.value == "March 14th"
 
 
 def test_until_narrows_to_the_drop_off_date(bundle: SpecBundle) -> None:
     ((c, o),) = _iuv(bundle, "cars", "Until March 13th.",
                      after={"pickup_date": "12th of march", "pickup_city": "Los Angeles"})
-    assert c.args["candidates"] == ["dropoff_date"] and o is Outcome.TRUE
+    assert c.args.candidates == ("dropoff_date",) and o is Outcome.TRUE
 
 
 def test_two_date_slots_without_a_cue_go_to_s2(bundle: SpecBundle) -> None:
     ((c, o),) = _iuv(bundle, "cars", "Can you find me a car for the 7th of this month?")
-    assert set(c.args["candidates"]) == {"pickup_date", "dropoff_date"}
+    assert set(c.args.candidates) == {"pickup_date", "dropoff_date"}
     assert o is Outcome.ABSTAIN and c.nlu
 
 
@@ -235,20 +235,20 @@ def test_same_place_spellings() -> None:
 
 def test_place_after_a_preposition_goes_to_s2(bundle: SpecBundle) -> None:
     ((c, o),) = _iuv(bundle, "weather", "Search in Paris.")
-    assert c.args["candidates"] == ["city"] and c.args["source"] == "place"
-    assert c.args["confidence"] < EXACT and o is Outcome.ABSTAIN and c.nlu
+    assert c.args.candidates == ("city",) and c.args.source == "place"
+    assert c.args.confidence < EXACT and o is Outcome.ABSTAIN and c.nlu
 
 
 def test_place_with_a_state_suffix_is_exact(bundle: SpecBundle) -> None:
     ((c, o),) = _iuv(bundle, "flights", "I'll be leaving from Fresno, CA soon.")
-    assert c.args["candidates"] == ["origin_city"] and o is Outcome.TRUE
+    assert c.args.candidates == ("origin_city",) and o is Outcome.TRUE
 
 
 def test_whole_answer_needs_the_agent_to_ask_for_a_place(bundle: SpecBundle) -> None:
     ((c, o),) = _iuv(bundle, "flights", "Las Vegas please.",
                      agent_before="Which city are you departing from?",
                      after={"destination_city": "Paris"}, before={"destination_city": "Paris"})
-    assert c.args["candidates"] == ["origin_city"] and o is Outcome.TRUE
+    assert c.args.candidates == ("origin_city",) and o is Outcome.TRUE
     assert _iuv(bundle, "flights", "Las Vegas please.",
                 agent_before="Anything else I can do?") == []
 
@@ -318,7 +318,7 @@ def test_workflow_name_is_no_hotel_type(bundle: SpecBundle) -> None:
     assert _iuv(bundle, "hotel", "I'm looking for a cheap hotel in the east.", after=after) == []
     assert _iuv(bundle, "hotel", "Yes, could you book the hotel room for me?") == []
     ((c, _o),) = _iuv(bundle, "hotel", "I want a hotel, not a guesthouse.")
-    assert c.args["slot"] == "hotel-type" and c.args["value"] == "hotel"
+    assert c.args.slot == "hotel-type" and c.args.value == "hotel"
 
 
 def test_yes_no_free_need_a_slot_word(bundle: SpecBundle) -> None:
@@ -326,7 +326,7 @@ def test_yes_no_free_need_a_slot_word(bundle: SpecBundle) -> None:
     assert _iuv(bundle, "hotel", "It should include free wifi.",
                 after={"hotel-internet": "yes"}) == []
     ((c, _o),) = _iuv(bundle, "hotel", "It should include free wifi.")
-    assert c.args["candidates"] == ["hotel-internet"]
+    assert c.args.candidates == ("hotel-internet",)
 
 
 def test_unsaid_qualifier_narrows_the_slot(bundle: SpecBundle) -> None:
@@ -358,7 +358,7 @@ def test_time_held_in_words_is_not_ignored(bundle: SpecBundle) -> None:
     assert _iuv(bundle, "cars", "I want the car at half past 6 in the evening.",
                 after={"pickup_time": "half past 6 in the evening"}) == []
     ((c, o),) = _iuv(bundle, "cars", "I want the car at half past 6 in the evening.")
-    assert c.args["readings"] == ["18:30"] and o is Outcome.TRUE
+    assert c.args.readings == ("18:30",) and o is Outcome.TRUE
 
 
 _TWO_TASKS = parse_spec({"workflows": [

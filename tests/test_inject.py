@@ -92,7 +92,7 @@ def test_uv_value_is_written_and_unsupported(mw: Any) -> None:
         assert res["state_after"][inj["slot"]] == inj["value"]
         ctx = make_context(bundle, parse_turn(res, bundle).turn)
         uv = [c for c in compile_turn(ctx) if c.id == f"UV:{inj['slot']}"]
-        assert uv and uv[0].args["value"] == inj["value"]
+        assert uv and uv[0].args.value == inj["value"]
         assert find_support(ctx, inj["slot"], inj["value"]) is None
         # nowhere in h_<t, u_t or the original a_t (an "echo" realisation then says it)
         assert unsupported(orig, ctx.workflow.slots[inj["slot"]], inj["value"])

@@ -160,10 +160,10 @@ def test_stage_runs_a_model_with_its_claim_design(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("SAGE_TOD_NLI_TAU", raising=False)
     monkeypatch.delenv("SAGE_TOD_NLI_UV_MARGIN", raising=False)
     opts = {"nli_model": str(REPO_MODEL), "cache_path": "off", "paraphrase": False}
-    v = s2._factory(opts)
+    v = s2.build_s2(opts)
     assert v.scorer is not None
     assert (v.uv_margin, v.tau, v.template, v.window) == ("rest", 0.25, "someone_says", "u_t")
-    v = s2._factory({**opts, "tau": 0.1, "uv_margin": "contra"})
+    v = s2.build_s2({**opts, "tau": 0.1, "uv_margin": "contra"})
     assert (v.uv_margin, v.tau) == ("contra", 0.1)
     # an unmentioned value is unsupported under `rest`, entailed values are supported
     (unsaid, said) = v.scorer.score([("Thanks, that is all.", "Someone says 19:00."),

@@ -29,12 +29,13 @@ from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import load_spec
 from sage_tod.contracts.turns import TurnFile, load_turns, read_gold_labels
 from sage_tod.contracts.verdicts import Verdict, iter_verdicts, prepare_resume, read_verdicts
-from sage_tod.evaluation.cascade import CONFIG_HELP, CONFIGS, UnknownConfig
+from sage_tod.evaluation.configs import config_names, get_config
 from sage_tod.evaluation.evaluator import Evaluator
 from sage_tod.outputs.console import err, out
 from sage_tod.outputs.render import explain as render_explain
 from sage_tod.outputs.render import score_table, summary_table, verdict_table
 from sage_tod.outputs.scoring import score as score_fn
+from sage_tod.plugins import UnknownName
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="State-grounded, abstention-aware evaluation of task-oriented dialogue "
@@ -57,8 +58,8 @@ def _guard(fn: Callable[[], T]) -> T:
     except InputError as exc:
         err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
         raise typer.Exit(2) from None
-    except UnknownConfig as exc:
-        err.print(f"[bold red]error:[/] {exc.args[0]}", highlight=False)
+    except UnknownName as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2) from None
 
 
@@ -382,7 +383,7 @@ def _baseline_runner() -> Any:
     def run(name: str, spec: Any, records: Any) -> Any:
         if name not in BASELINES:
             raise InputError("--configs", f"unknown configuration {name!r}; SAGE configs: "
-                             f"{', '.join(CONFIGS)}; baselines: {', '.join(BASELINES)}")
+                             f"{', '.join(config_names())}; baselines: {', '.join(BASELINES)}")
         try:
             cfg = config_from_options({})
         except LLMNotConfigured as exc:
@@ -430,8 +431,9 @@ def specs_validate(spec: Annotated[Path, typer.Argument(help="spec file")]) -> N
 @app.command("configs")
 def configs() -> None:
     """List the named evaluator configurations."""
-    for name, stages in CONFIGS.items():
-        out.print(f"[bold]{name:6}[/] {'+'.join(stages):10} {CONFIG_HELP[name]}")
+    for name in config_names():
+        cfg = get_config(name)
+        out.print(f"[bold]{name:6}[/] {'+'.join(cfg.stages):10} {cfg.help}")
 
 
 def main() -> None:

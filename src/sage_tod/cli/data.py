@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from sage_tod.contracts.criteria import CLASS_NAMES
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import parse_spec
 from sage_tod.lab.datasets import abcd, multiwoz, sgd
@@ -76,7 +77,7 @@ def specs_export(
 
 def _counts_table(manifest: dict[str, object]) -> Table:
     t = Table(title="slices", show_header=True, header_style="bold")
-    for col in ("slice", "file", "turns", "workflows", "clean", "IUV", "WNF", "PC", "UV"):
+    for col in ("slice", "file", "turns", "workflows", "clean", *CLASS_NAMES):
         t.add_column(col, justify="left" if col in ("slice", "file") else "right")
     slices = manifest["slices"]
     assert isinstance(slices, dict)

@@ -9,10 +9,21 @@ span a verifier needs, and marks which criteria need language understanding
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sage_tod.compiler.context import TurnContext
 from sage_tod.compiler.detect import detect_confirmation, detect_requests
 from sage_tod.compiler.extract import extract_user_values
-from sage_tod.contracts.criteria import Criterion, FailureClass, Span
+from sage_tod.compiler.kinds import BUILTIN_CRITERIA, CriterionKind, resolve_kinds
+from sage_tod.contracts.criteria import (
+    Criterion,
+    FailureClass,
+    IUVArgs,
+    PCArgs,
+    Span,
+    UVArgs,
+    WNFArgs,
+)
 from sage_tod.text.match import find_value
 
 
@@ -22,9 +33,12 @@ def _span(source: str, text: str, start: int | None, end: int | None) -> Span | 
     return Span(source=source, start=start, end=end, text=text[start:end])
 
 
-def compile_turn(ctx: TurnContext) -> list[Criterion]:
-    """Every criterion of the turn: UV, IUV, WNF, PC, in that order."""
-    return [*_uv(ctx), *_iuv(ctx), *_wnf(ctx), *_pc(ctx)]
+def compile_turn(ctx: TurnContext, kinds: Sequence[CriterionKind] | None = None
+                 ) -> list[Criterion]:
+    """Every criterion of the turn, class by class (default: UV, IUV, WNF, PC, in that order)."""
+    if kinds is None:
+        kinds = resolve_kinds(BUILTIN_CRITERIA)
+    return [c for kind in kinds for c in kind.compile(ctx)]
 
 
 def _uv(ctx: TurnContext) -> list[Criterion]:
@@ -35,7 +49,7 @@ def _uv(ctx: TurnContext) -> list[Criterion]:
         out.append(Criterion(
             id=f"UV:{ch.slot}",
             failure_class=FailureClass.UV,
-            args={"slot": ch.slot, "value": ch.new, "old": ch.old},
+            args=UVArgs(slot=ch.slot, value=ch.new, old=ch.old),
             question=(f"Is the value {ch.new!r} written to slot {ch.slot} supported by the "
                       "dialogue so far (h_<t and u_t)?"),
             evidence=None,
@@ -76,10 +90,10 @@ def _iuv(ctx: TurnContext) -> list[Criterion]:
         out.append(Criterion(
             id=f"IUV:{'|'.join(ex.candidates)}:{ex.value}",
             failure_class=FailureClass.IUV,
-            args={"slot": ex.candidates[0], "candidates": list(ex.candidates),
-                  "value": ex.value, "readings": list(ex.readings),
-                  "confidence": round(ex.confidence, 4), "source": ex.source,
-                  "state_after": {s: ctx.after.get(s) for s in ex.candidates}},
+            args=IUVArgs(slot=ex.candidates[0], candidates=tuple(ex.candidates),
+                         value=ex.value, readings=tuple(ex.readings),
+                         confidence=round(ex.confidence, 4), source=ex.source,
+                         state_after={s: ctx.after.get(s) for s in ex.candidates}),
             question=(f"The user supplied {ex.value!r} for {slots} in u_t; does s_t fail to "
                       "record it?"),
             evidence=_span("user", ctx.turn.user, ex.start, ex.end),
@@ -98,9 +112,9 @@ def _wnf(ctx: TurnContext) -> list[Criterion]:
         out.append(Criterion(
             id=f"WNF:{label}",
             failure_class=FailureClass.WNF,
-            args={"slot": req.candidates[0], "candidates": list(req.candidates),
-                  "source": req.source,
-                  "asked_with": sorted(named - set(req.candidates))},
+            args=WNFArgs(slot=req.candidates[0], candidates=tuple(req.candidates),
+                         source=req.source,
+                         asked_with=tuple(sorted(named - set(req.candidates)))),
             question=(f"The agent requests {' or '.join(req.candidates)}; is that illegal next "
                       "under the workflow ordering given the state?"),
             evidence=_span("agent", ctx.turn.agent, req.start, req.end),
@@ -117,11 +131,52 @@ def _pc(ctx: TurnContext) -> list[Criterion]:
     return [Criterion(
         id="PC",
         failure_class=FailureClass.PC,
-        args={"certainty": conf.certainty, "cue": conf.cue,
-              "outcome": ctx.workflow.outcome_text},
+        args=PCArgs(certainty=conf.certainty, cue=conf.cue,
+                    outcome=ctx.workflow.outcome_text),
         question=("The agent confirms the workflow; is the outcome predicate "
                   f"[{ctx.workflow.outcome_text}] false?"),
         evidence=_span("agent", ctx.turn.agent, conf.start, conf.end),
         nlu=conf.certainty == "implied",
         open_class=conf.certainty == "implied",
     )]
+
+
+# -- repair signals: the concrete state edit or action that resolves a fired criterion --------
+
+def _fmt_set(items: Sequence[str]) -> str:
+    return "{" + ", ".join(items) + "}"
+
+
+def _repair_iuv(c: Criterion, ctx: TurnContext) -> str:
+    a = c.args
+    assert isinstance(a, IUVArgs)
+    where = f" (span [{c.evidence.start},{c.evidence.end}] of u_t)" if c.evidence else ""
+    slot = a.slot if len(a.candidates) == 1 else " or ".join(a.candidates)
+    return f"record value {a.value!r}{where} into slot {slot}"
+
+
+def _repair_pc(c: Criterion, ctx: TurnContext) -> str:
+    unmet = sorted(ctx.workflow.outcome_unmet(ctx.after))
+    return f"required slots {_fmt_set(unmet)} still empty, do not confirm"
+
+
+def _repair_wnf(c: Criterion, ctx: TurnContext) -> str:
+    legal = list(ctx.workflow.next_fields(ctx.after))
+    if legal:
+        return f"ask for one of {_fmt_set(legal)} first"
+    return "do not request this slot yet; no required field is legal next"
+
+
+def _repair_uv(c: Criterion, ctx: TurnContext) -> str:
+    a = c.args
+    assert isinstance(a, UVArgs)
+    return f"remove or justify value {a.value!r} in slot {a.slot}"
+
+
+# the built-in classes, registered as `sage_tod.criteria` entry points (pyproject.toml)
+UV = CriterionKind("UV", _uv, _repair_uv, "unsupported value: Δ_t writes a value nothing supports")
+IUV = CriterionKind("IUV", _iuv, _repair_iuv, "ignored user value: u_t gives a value s_t drops")
+WNF = CriterionKind("WNF", _wnf, _repair_wnf,
+                    "wrong next field: a request the ordering does not allow yet")
+PC = CriterionKind("PC", _pc, _repair_pc,
+                   "premature confirmation: confirming while the outcome predicate is false")

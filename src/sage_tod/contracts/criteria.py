@@ -7,11 +7,12 @@ verdict format (docs/formats.md), so their field names are a contract.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
 SpanSource = Literal["user", "agent", "history.user", "history.agent", "state_before",
                      "state_after"]
@@ -24,6 +25,30 @@ class FailureClass(StrEnum):
     WNF = "WNF"  # wrong next field
     PC = "PC"  # premature confirmation
     UV = "UV"  # unsupported value
+
+
+# The built-in classes in report order (IUV, WNF, PC, UV): every table, count and sort uses this.
+CLASS_ORDER: tuple[FailureClass, ...] = tuple(FailureClass)
+CLASS_NAMES: tuple[str, ...] = tuple(c.value for c in CLASS_ORDER)
+ClassName = Literal["IUV", "WNF", "PC", "UV"]  # for static types; equals CLASS_NAMES
+# a criterion class a plugin adds (docs/api.md): a name like the built-ins'
+_PLUGIN_CLASS_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
+
+
+def class_rank(name: str) -> int:
+    """Sort key: built-in classes in CLASS_ORDER, then plugin classes."""
+    return CLASS_ORDER.index(FailureClass(name)) if name in FailureClass._value2member_map_ \
+        else len(CLASS_ORDER)
+
+
+def as_failure_class(value: Any) -> Any:
+    """A built-in class name becomes its `FailureClass` member; plugin names stay strings."""
+    if isinstance(value, str) and not isinstance(value, FailureClass):
+        if value in FailureClass._value2member_map_:
+            return FailureClass(value)
+        if not _PLUGIN_CLASS_RE.match(value):
+            raise ValueError(f"{value!r} is not a criterion class name")
+    return value
 
 
 class Outcome(StrEnum):
@@ -45,17 +70,98 @@ class Span(BaseModel):
     text: str
 
 
+class CriterionArgs(BaseModel):
+    """The arguments of one criterion; each class has its own model (below).
+
+    A plugin's criterion class subclasses this (docs/api.md). `as_dict` is the
+    form written into verdicts, field order included (docs/formats.md).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    failure_class: ClassVar[str] = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class UVArgs(CriterionArgs):
+    """UV: a value Δ_t writes, and what the slot held before."""
+
+    failure_class: ClassVar[str] = FailureClass.UV
+    slot: str
+    value: str
+    old: str | None = None
+
+
+class IUVArgs(CriterionArgs):
+    """IUV: a value the user supplied, the slots it may fill, and how sure extraction is."""
+
+    failure_class: ClassVar[str] = FailureClass.IUV
+    slot: str
+    candidates: tuple[str, ...]
+    value: str
+    readings: tuple[str, ...]
+    confidence: float = Field(ge=0.0, le=1.0)
+    source: str
+    state_after: dict[str, str | None]
+
+
+class WNFArgs(CriterionArgs):
+    """WNF: the slot(s) the agent requests and what else it asked for in the same turn."""
+
+    failure_class: ClassVar[str] = FailureClass.WNF
+    slot: str
+    candidates: tuple[str, ...]
+    source: str
+    asked_with: tuple[str, ...] = ()
+
+
+class PCArgs(CriterionArgs):
+    """PC: how the confirmation was detected (dialogue acts, a cue, or only implied),
+    the cue, and the outcome predicate."""
+
+    failure_class: ClassVar[str] = FailureClass.PC
+    certainty: Literal["agent_acts", "cue", "implied"]
+    cue: str
+    outcome: str
+
+
+BUILTIN_ARGS: dict[str, type[CriterionArgs]] = {
+    m.failure_class: m for m in (IUVArgs, WNFArgs, PCArgs, UVArgs)}
+
+
 class Criterion(BaseModel):
     """One compiled criterion k = (class, args, evidence) and the question it asks."""
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
     id: str
-    failure_class: FailureClass = Field(alias="class")
-    args: dict[str, Any]
+    failure_class: FailureClass | str = Field(alias="class")
+    args: SerializeAsAny[CriterionArgs]
     question: str
     evidence: Span | None = None
     nlu: bool = Field(default=False, description="needs language understanding (S2 may decide)")
     open_class: bool = Field(default=False, description="eligible for the focused-LLM stage S3")
+
+    _class_name = field_validator("failure_class", mode="before")(as_failure_class)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_args(cls, data: Any) -> Any:
+        """Plain-dict args of a built-in class are read into that class's model."""
+        if isinstance(data, dict) and isinstance(data.get("args"), dict):
+            name = data.get("class", data.get("failure_class"))
+            model = BUILTIN_ARGS.get(str(name))
+            if model is not None:
+                data = {**data, "args": model.model_validate(data["args"])}
+        return data
+
+    @model_validator(mode="after")
+    def _args_match_class(self) -> Criterion:
+        declared = type(self.args).failure_class
+        if declared and declared != self.failure_class:
+            raise ValueError(f"{type(self.args).__name__} belongs to class {declared}, "
+                             f"not {self.failure_class}")
+        return self
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
+from sage_tod.contracts.criteria import ClassName
 from sage_tod.contracts.errors import InputError, InputProblem
 from sage_tod.contracts.spec import SpecBundle
 from sage_tod.text.normalize import is_unset
-
-FailureClassName = Literal["IUV", "WNF", "PC", "UV"]
 
 
 class HistoryEntry(BaseModel):
@@ -55,7 +54,7 @@ class Gold(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     label: Literal["failure", "acceptable"]
-    failure_class: FailureClassName | None = Field(default=None, alias="class")
+    failure_class: ClassName | None = Field(default=None, alias="class")
     note: StrictStr | None = None
     injection: dict[str, Any] | None = None
 

@@ -6,14 +6,16 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from sage_tod.contracts.criteria import FailureClass, Outcome, Span
+from sage_tod.contracts.criteria import FailureClass, Outcome, Span, as_failure_class
 from sage_tod.contracts.errors import InputError
 
 FORMAT_VERSION = 1
+# a built-in class (IUV, WNF, PC, UV) or a plugin's class name (docs/api.md)
+ClassField = Annotated[FailureClass | str, BeforeValidator(as_failure_class)]
 
 
 class StageAnswer(BaseModel):
@@ -31,7 +33,7 @@ class CriterionVerdict(BaseModel):
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
     id: str
-    failure_class: FailureClass = Field(alias="class")
+    failure_class: ClassField = Field(alias="class")
     args: dict[str, Any]
     question: str
     decision: Outcome
@@ -55,7 +57,7 @@ class Verdict(BaseModel):
     workflow: str
     verdict: Literal["failure", "acceptable", "undecided"]
     confidence: float
-    classes: list[FailureClass] = Field(default_factory=list,
+    classes: list[ClassField] = Field(default_factory=list,
                                         description="classes of the criteria that fired")
     criteria: list[CriterionVerdict]
     config: str

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 from sage_tod.compiler.context import TurnContext
-from sage_tod.contracts.criteria import Criterion, FailureClass, Outcome
+from sage_tod.compiler.kinds import CRITERIA
+from sage_tod.contracts.criteria import Criterion, Outcome
 from sage_tod.evaluation.cascade import CriterionResult
 
 VerdictLabel = Literal["failure", "acceptable", "undecided"]
@@ -31,23 +32,6 @@ def turn_verdict(results: Sequence[CriterionResult]) -> tuple[VerdictLabel, floa
     return label, round(float(confidence), 6)
 
 
-def _fmt_set(items: Sequence[str]) -> str:
-    return "{" + ", ".join(items) + "}"
-
-
 def repair_signal(c: Criterion, ctx: TurnContext) -> str:
-    """The concrete state edit or action that would resolve a fired criterion."""
-    a = c.args
-    if c.failure_class is FailureClass.IUV:
-        where = f" (span [{c.evidence.start},{c.evidence.end}] of u_t)" if c.evidence else ""
-        slot = a["slot"] if len(a["candidates"]) == 1 else " or ".join(a["candidates"])
-        return f"record value {a['value']!r}{where} into slot {slot}"
-    if c.failure_class is FailureClass.PC:
-        unmet = sorted(ctx.workflow.outcome_unmet(ctx.after))
-        return f"required slots {_fmt_set(unmet)} still empty, do not confirm"
-    if c.failure_class is FailureClass.WNF:
-        legal = list(ctx.workflow.next_fields(ctx.after))
-        if legal:
-            return f"ask for one of {_fmt_set(legal)} first"
-        return "do not request this slot yet; no required field is legal next"
-    return f"remove or justify value {a['value']!r} in slot {a['slot']}"
+    """The concrete state edit or action that would resolve a fired criterion (its class says)."""
+    return CRITERIA.get(str(c.failure_class)).repair(c, ctx)

@@ -11,25 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sage_tod.compiler.kinds import BUILTIN_CRITERIA
 from sage_tod.contracts.criteria import Criterion, Decision, Outcome
+from sage_tod.evaluation.configs import CONFIGS, config_names, get_config
+from sage_tod.plugins import UnknownName
 from sage_tod.verifiers.base import Item, Stage, StageUnavailable, build_stage
-
-CONFIGS: Mapping[str, tuple[str, ...]] = {
-    "core": ("S1", "S2"),
-    "llm": ("S1", "S2", "S3"),
-    "no_s1": ("S2", "S3"),
-    "no_s2": ("S1", "S3"),
-    "no_s3": ("S1", "S2"),
-    "s1": ("S1",),
-}
-CONFIG_HELP = {
-    "core": "SAGE-Core: compiler + S1 symbolic + S2 encoder/NLI (no paid LLM call)",
-    "llm": "SAGE-LLM: core + S3 focused LLM on open-class abstentions",
-    "no_s1": "ablation: S2 + S3",
-    "no_s2": "ablation: S1 + S3",
-    "no_s3": "ablation: S1 + S2 (identical to core)",
-    "s1": "S1 symbolic rules only",
-}
 
 
 @dataclass(frozen=True)
@@ -48,19 +34,22 @@ class CriterionResult:
     trace: list[StageStep] = field(default_factory=list)
 
 
-class UnknownConfig(KeyError):
+class UnknownConfig(UnknownName):
+    """A configuration name nobody registered."""
+
     def __init__(self, name: str) -> None:
-        super().__init__(f"unknown config {name!r}; available: {', '.join(CONFIGS)}")
+        super().__init__("config", name, config_names())
 
 
 class Cascade:
     """An ordered list of stages; `missing` says which configured stages could not run."""
 
     def __init__(self, stages: Sequence[Stage], missing: Mapping[str, str] | None = None,
-                 config: str = "custom") -> None:
+                 config: str = "custom", criteria: Sequence[str] = BUILTIN_CRITERIA) -> None:
         self.stages = list(stages)
         self.missing = dict(missing or {})
         self.config = config
+        self.criteria = tuple(criteria)
 
     @classmethod
     def from_config(cls, name: str, options: Mapping[str, Any] | None = None) -> Cascade:
@@ -68,12 +57,13 @@ class Cascade:
             raise UnknownConfig(name)
         stages: list[Stage] = []
         missing: dict[str, str] = {}
-        for stage_name in CONFIGS[name]:
+        config = get_config(name)
+        for stage_name in config.stages:
             try:
                 stages.append(build_stage(stage_name, dict(options or {})))
             except StageUnavailable as exc:
                 missing[stage_name] = str(exc)
-        return cls(stages, missing, name)
+        return cls(stages, missing, name, config.criteria)
 
     @property
     def stage_names(self) -> list[str]:

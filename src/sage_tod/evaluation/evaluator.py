@@ -9,7 +9,8 @@ from typing import Any
 
 from sage_tod.compiler.compile import compile_turn
 from sage_tod.compiler.context import TurnContext, make_context
-from sage_tod.contracts.criteria import Outcome
+from sage_tod.compiler.kinds import resolve_kinds
+from sage_tod.contracts.criteria import Outcome, class_rank
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle, load_spec
 from sage_tod.contracts.turns import Turn, TurnRecord, parse_turn
@@ -34,6 +35,7 @@ class Evaluator:
         self.cascade = cascade or Cascade.from_config(config, options)
         self.config = config if cascade is None else cascade.config
         self.batch_size = max(1, batch_size)
+        self.kinds = resolve_kinds(self.cascade.criteria)
         for stage in self.cascade.stages:
             # stages that load lazily do it now, so per-turn latency is warm latency
             warmup = getattr(stage, "warmup", None)
@@ -79,7 +81,7 @@ class Evaluator:
         for i, turn in enumerate(turns):
             ctx = make_context(self.spec, turn)
             contexts.append(ctx)
-            for c in compile_turn(ctx):
+            for c in compile_turn(ctx, self.kinds):
                 items.append(Item(c, ctx))
                 owner.append(i)
         results = self.cascade.run(items)
@@ -97,7 +99,7 @@ class Evaluator:
                 fired = r.decision.outcome is Outcome.TRUE
                 crits.append(CriterionVerdict(
                     id=r.criterion.id, failure_class=r.criterion.failure_class,
-                    args=r.criterion.args, question=r.criterion.question,
+                    args=r.criterion.args.as_dict(), question=r.criterion.question,
                     decision=r.decision.outcome, decided_by=r.decided_by,
                     margin=round(r.decision.margin, 6), rationale=r.decision.rationale,
                     evidence=r.criterion.evidence, support=r.decision.evidence,
@@ -107,7 +109,7 @@ class Evaluator:
                                        rationale=s.decision.rationale) for s in r.trace],
                 ))
             classes = sorted({c.failure_class for c in crits if c.decision is Outcome.TRUE},
-                             key=lambda c: ["IUV", "WNF", "PC", "UV"].index(c.value))
+                             key=lambda c: (class_rank(c), str(c)))
             out.append(Verdict(
                 dialogue_id=turn.dialogue_id, turn_id=turn.turn_id, workflow=turn.workflow,
                 verdict=label, confidence=conf, classes=classes, criteria=crits,

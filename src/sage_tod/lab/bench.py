@@ -17,18 +17,19 @@ from typing import Any
 
 import numpy as np
 
+from sage_tod.contracts.criteria import CLASS_NAMES
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle, load_spec
 from sage_tod.contracts.turns import TurnRecord, load_turns, read_gold_labels
 from sage_tod.contracts.verdicts import Verdict, decided_by_counts, prepare_resume, read_verdicts
-from sage_tod.evaluation.cascade import CONFIGS
+from sage_tod.evaluation.configs import CONFIGS, config_names
 from sage_tod.evaluation.evaluator import Evaluator
 from sage_tod.lab import stats
 
-SAGE_CONFIGS = tuple(CONFIGS)
+SAGE_CONFIGS = tuple(config_names())
 SGDX_VARIANTS = tuple(f"sgd-x-v{i}" for i in range(1, 6))
 COVERAGES = (1.0, 0.9, 0.8)
-CLASSES = ("IUV", "WNF", "PC", "UV")
+CLASSES = CLASS_NAMES
 
 # A baseline runner: (config name, spec, records) -> verdicts in input order.
 BaselineRunner = Callable[[str, SpecBundle, Sequence[TurnRecord]], Iterator[Verdict]]

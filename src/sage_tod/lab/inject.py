@@ -30,19 +30,21 @@ from __future__ import annotations
 import copy
 import random
 import string
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from sage_tod.compiler.detect import detect_confirmation, detect_requests
+from sage_tod.contracts.criteria import ClassName
 from sage_tod.contracts.spec import SlotSpec, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
 from sage_tod.text.normalize import basic, is_dontcare
 
 TurnDict = dict[str, Any]
-InjClass = Literal["IUV", "WNF", "PC", "UV"]
-CLASSES: tuple[InjClass, ...] = ("IUV", "WNF", "PC", "UV")
+InjClass = ClassName
+CLASSES: tuple[InjClass, ...] = typing.get_args(ClassName)
 
 # Request surfaces for WNF: {q} is the slot phrase ("the day of the hotel booking" or an
 # interrogative description used as is: "how many train tickets you need").

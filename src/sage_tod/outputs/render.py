@@ -21,7 +21,7 @@ DECISION_STYLE = {"true": "bold red", "false": "green", "abstain": "yellow"}
 def summary_table(verdicts: Sequence[Verdict], title: str = "Summary") -> Table:
     """Verdict counts, fired classes and which stage decided the criteria."""
     counts = Counter(v.verdict for v in verdicts)
-    classes = Counter(c.value for v in verdicts for c in v.classes)
+    classes = Counter(str(c) for v in verdicts for c in v.classes)
     stages = decided_by_counts(verdicts)
     n_crit = sum(stages.values())
     t = Table(title=title, show_header=True, header_style="bold")
@@ -60,7 +60,7 @@ def verdict_table(verdicts: Sequence[Verdict], gold: dict[str, str] | None = Non
         dec = Counter(c.decision.value for c in v.criteria)
         row: list[RenderableType] = [
             v.key, v.workflow, Text(v.verdict, style=VERDICT_STYLE[v.verdict]),
-            ",".join(c.value for c in v.classes) or "-", f"{v.confidence:.2f}",
+            ",".join(str(c) for c in v.classes) or "-", f"{v.confidence:.2f}",
             f"{dec['true']}/{dec['false']}/{dec['abstain']}",
         ]
         if gold is not None:
@@ -122,7 +122,7 @@ def explain(v: Verdict, turn: Turn | None = None, *, only_fired: bool = False) -
         if only_fired and c.decision.value != "true":
             continue
         line = Text("  ")
-        line.append(f"[{c.failure_class.value}] ", style="bold")
+        line.append(f"[{c.failure_class!s}] ", style="bold")
         line.append(c.decision.value.upper(), style=DECISION_STYLE[c.decision.value])
         line.append(f" by {c.decided_by or 'no stage'} (margin {c.margin:.2f})  ")
         line.append(c.question, style="italic")

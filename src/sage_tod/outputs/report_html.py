@@ -108,7 +108,7 @@ def _spans_for(v: Verdict, source: str, index: int | None) -> list[tuple[Span, s
 
 def _criterion_html(c: CriterionVerdict) -> str:
     parts = [f'<div class="crit {c.decision.value}">',
-             f"<b>{_e(c.failure_class.value)}</b> &middot; "
+             f"<b>{_e(str(c.failure_class))}</b> &middot; "
              f'<span class="{ "failure" if c.decision.value == "true" else "" }">'
              f"{_e(c.decision.value.upper())}</span> by {_e(c.decided_by or 'no stage')} "
              f"(margin {c.margin:.2f})<br>",
@@ -179,7 +179,7 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
     """The whole page as one string."""
     turns = turns or {}
     counts = Counter(v.verdict for v in verdicts)
-    fired = Counter(c.value for v in verdicts for c in v.classes)
+    fired = Counter(str(c) for v in verdicts for c in v.classes)
     stages = decided_by_counts(verdicts)
     n_crit = sum(stages.values()) or 1
     cards = [f'<div class="card"><span class="muted">turns</span><b>{len(verdicts)}</b></div>']
@@ -204,7 +204,7 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
         g = gold.get(v.key) if gold else None
         gtxt = "" if g is None else (g.failure_class or g.label)
         search = " ".join([v.key, v.workflow, t.user if t else "", t.agent if t else ""]).lower()
-        classes = " ".join(c.value for c in v.classes)
+        classes = " ".join(str(c) for c in v.classes)
         rows.append(
             f'<tr class="row" data-idx="{i}" data-verdict="{v.verdict}" '
             f'data-classes="{_e(classes)}" data-workflow="{_e(v.workflow)}" '

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from sage_tod.contracts.criteria import CLASS_NAMES
 from sage_tod.contracts.turns import Gold
 from sage_tod.contracts.verdicts import Verdict
 
-CLASSES = ("IUV", "WNF", "PC", "UV")
+CLASSES = CLASS_NAMES
 
 
 @dataclass(frozen=True)

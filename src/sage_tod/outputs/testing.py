@@ -43,7 +43,7 @@ def format_failures(bad: list[Verdict], total: int, config: str) -> str:
         for c in v.criteria:
             if c.decision.value != wanted:
                 continue
-            lines.append(f"    {c.failure_class.value:<3} {c.rationale}")
+            lines.append(f"    {c.failure_class!s:<3} {c.rationale}")
             detail = _span_text(c)
             if c.repair:
                 detail += f" -> repair: {c.repair}"

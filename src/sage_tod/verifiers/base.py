@@ -2,22 +2,21 @@
 
 A stage answers a batch of criteria with TRUE (the failure fires), FALSE or
 ABSTAIN, each with a margin in [0, 1] and a rationale. Stages register a
-factory under their name (`S1`, `S2`, `S3`); a stage whose dependencies or
-model are missing raises `StageUnavailable` from its factory, and the cascade
-runs without it, its criteria abstaining visibly. New stages plug in here
-without touching the compiler.
+factory under their name (`S1`, `S2`, `S3`) as `sage_tod.stages` entry points,
+and a plugin package registers its own stages the same way (docs/api.md); a
+stage whose dependencies or model are missing raises `StageUnavailable` from
+its factory, and the cascade runs without it, its criteria abstaining visibly.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from sage_tod.compiler.context import TurnContext
 from sage_tod.contracts.criteria import Criterion, Decision
+from sage_tod.plugins import STAGES_GROUP, PluginLoadError, Registry, UnknownName
 
 
 @dataclass(frozen=True)
@@ -44,37 +43,32 @@ class StageUnavailable(RuntimeError):
 
 
 StageFactory = Callable[[dict[str, Any]], Stage]
-_REGISTRY: dict[str, StageFactory] = {}
+# built-ins (S1, S2, S3) and plugins alike come from the `sage_tod.stages` entry points
+STAGES: Registry[StageFactory] = Registry(STAGES_GROUP, "stage")
 
 
 def register_stage(name: str) -> Callable[[StageFactory], StageFactory]:
-    def deco(factory: StageFactory) -> StageFactory:
-        _REGISTRY[name] = factory
-        return factory
-    return deco
+    """Register a stage factory at run time (a plugin package uses an entry point instead)."""
+    return STAGES.decorator(name)
 
 
 def available_stages() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+    return STAGES.names()
 
 
 def build_stage(name: str, options: dict[str, Any] | None = None) -> Stage:
-    """Instantiate a registered stage; `StageUnavailable` when it is not built or cannot run."""
-    _load_builtin()
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        raise StageUnavailable(f"stage {name} is not part of this version of sage-tod")
-    return factory(dict(options or {}))
+    """Instantiate a registered stage; `StageUnavailable` when it is not installed or cannot run.
 
-
-def _load_builtin() -> None:
-    """Import the stage modules so their factories register.
-
-    S2 and S3 live in optional modules: a missing optional dependency only
-    makes that stage unavailable, it never breaks S1.
+    S2 and S3 need optional packages: a missing one makes that stage
+    unavailable (its criteria abstain, visibly), it never breaks S1.
     """
-    importlib.import_module("sage_tod.verifiers.symbolic")
-    for module in ("sage_tod.verifiers.nli", "sage_tod.verifiers.llm"):
-        with contextlib.suppress(ImportError):
-            importlib.import_module(module)
+    try:
+        factory = STAGES.get(name)
+    except UnknownName as exc:
+        raise StageUnavailable(f"stage {name} is not installed ({exc})") from None
+    except ImportError as exc:
+        raise StageUnavailable(f"stage {name} needs the missing module {exc.name or exc}; "
+                               "pip install 'sage-tod[nli]'") from None
+    except PluginLoadError as exc:
+        raise StageUnavailable(str(exc)) from None
+    return factory(dict(options or {}))

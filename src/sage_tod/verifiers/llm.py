@@ -29,12 +29,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
-from sage_tod.contracts.criteria import Criterion, Decision, FailureClass, Outcome, Span
+from sage_tod.contracts.criteria import (
+    Criterion,
+    Decision,
+    IUVArgs,
+    Outcome,
+    PCArgs,
+    Span,
+    UVArgs,
+    WNFArgs,
+)
 from sage_tod.contracts.turns import transcript_lines
 from sage_tod.llm.client import ChatRequest, ChatResult, LLMClient
 from sage_tod.llm.config import LLMConfig, LLMNotConfigured, config_from_options
 from sage_tod.llm.prompts import load_prompt
-from sage_tod.verifiers.base import Item, StageUnavailable, register_stage
+from sage_tod.verifiers.base import Item, StageUnavailable
 
 DEFAULT_MARGIN = 0.5
 HISTORY_EXCHANGES = 4
@@ -116,23 +125,23 @@ def build_prompt(c: Criterion, ctx: TurnContext,
                  history_exchanges: int = HISTORY_EXCHANGES) -> S3Prompt:
     """The criterion restated with polarity "true = failure" and its minimal evidence."""
     a = c.args
-    if c.failure_class is FailureClass.UV:
-        old = a.get("old")
+    if isinstance(a, UVArgs):
+        old = a.old
         recent = transcript_lines(ctx.turn.history or (), history_exchanges)
-        lines = [f"Slot: {_slot_line(ctx, a['slot'])}",
-                 f"Value the agent's state writes in this turn: {a['value']!r}"
+        lines = [f"Slot: {_slot_line(ctx, a.slot)}",
+                 f"Value the agent's state writes in this turn: {a.value!r}"
                  + (f" (was {old!r})" if old else ""),
                  "Dialogue so far:" if recent else "Dialogue so far: (this is the first turn)",
                  *recent, f"User (this turn): {ctx.turn.user}"]
         return S3Prompt(
-            question=(f"Is the value {a['value']!r} for {a['slot']} unsupported, i.e. neither "
+            question=(f"Is the value {a.value!r} for {a.slot} unsupported, i.e. neither "
                       "stated nor implied by the user, nor offered by the agent and accepted "
                       "by the user, in the dialogue shown?"),
             evidence="\n".join(lines),
             true_means="the dialogue shown does not support the value (a failure)",
             false_means="the dialogue shown supports the value")
-    if c.failure_class is FailureClass.IUV:
-        cands: list[str] = list(a.get("candidates") or [a["slot"]])
+    if isinstance(a, IUVArgs):
+        cands: list[str] = list(a.candidates or [a.slot])
         held = ", ".join(f"{s} = {ctx.after.get(s)!r}" if ctx.after.get(s) else f"{s} unset"
                          for s in cands)
         lines = [f"User (this turn): {_mark(ctx.turn.user, c.evidence)}",
@@ -140,14 +149,14 @@ def build_prompt(c: Criterion, ctx: TurnContext,
                  f"State after the turn: {held}"]
         slots = " or ".join(cands)
         return S3Prompt(
-            question=(f"Does the user give {a['value']!r} as the {slots} in this turn, although "
+            question=(f"Does the user give {a.value!r} as the {slots} in this turn, although "
                       "the state after the turn does not record it?"),
             evidence="\n".join(lines),
             true_means="the user gave that value for that slot and it was not recorded "
                        "(a failure)",
             false_means="the user did not give that value for that slot in this turn")
-    if c.failure_class is FailureClass.WNF:
-        cands = list(a.get("candidates") or [a["slot"]])
+    if isinstance(a, WNFArgs):
+        cands = list(a.candidates or [a.slot])
         ok = [s for s in cands if _may_ask(ctx, s)]
         not_yet = [s for s in cands if s not in ok]
         lines = [f"Agent (this turn): {_mark(ctx.turn.agent, c.evidence)}",
@@ -189,7 +198,9 @@ class LLMVerifier:
         self._prompt = load_prompt("s3")
 
     def accepts(self, criterion: Criterion) -> bool:
-        return criterion.open_class
+        # open-class criteria of the built-in classes: S3's prompts state those four
+        return criterion.open_class and isinstance(criterion.args,
+                                                   UVArgs | IUVArgs | WNFArgs | PCArgs)
 
     def request(self, item: Item) -> ChatRequest:
         p = build_prompt(item.criterion, item.ctx, self.history_exchanges)
@@ -241,6 +252,5 @@ def _build(options: dict[str, Any]) -> LLMVerifier:
                        history_exchanges=HISTORY_EXCHANGES if hist is None else int(hist))
 
 
-@register_stage("S3")
-def _factory(options: dict[str, Any]) -> LLMVerifier:
+def build_s3(options: dict[str, Any]) -> LLMVerifier:
     return _build(options)

@@ -28,14 +28,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
-from sage_tod.contracts.criteria import Criterion, Decision, FailureClass, Outcome, Span, SpanSource
-from sage_tod.verifiers.base import Item, StageUnavailable, register_stage
+from sage_tod.compiler.extract import EXTRACTION_FLOOR
+from sage_tod.contracts.criteria import (
+    Criterion,
+    CriterionArgs,
+    Decision,
+    IUVArgs,
+    Outcome,
+    PCArgs,
+    Span,
+    SpanSource,
+    UVArgs,
+)
+from sage_tod.verifiers.base import Item, StageUnavailable
 
 log = logging.getLogger("sage_tod.nli")
 
 # chosen as in Appendix J: the tau of maximum F1 on the 40-turn dev split (docs/nli.md)
 DEFAULT_TAU = 0.15
-EXTRACTION_FLOOR = 0.5
 IUV_TEMPLATE = "wants_desc"
 _WARNED: set[str] = set()
 
@@ -108,8 +118,7 @@ class NLIVerifier:
             self.scorer.backend.score([("warm up", "warm up")])
 
     def accepts(self, criterion: Criterion) -> bool:
-        return criterion.nlu and criterion.failure_class in (
-            FailureClass.UV, FailureClass.IUV, FailureClass.PC)
+        return criterion.nlu and isinstance(criterion.args, UVArgs | IUVArgs | PCArgs)
 
     # -- batching -------------------------------------------------------------------------
 
@@ -128,16 +137,16 @@ class NLIVerifier:
         for it in items:
             c, ctx = it.criterion, it.ctx
             a = c.args
-            if c.failure_class is FailureClass.UV:
-                new = [uv_pair(ctx, a["slot"], a["value"], template=self.template,
+            if isinstance(a, UVArgs):
+                new = [uv_pair(ctx, a.slot, a.value, template=self.template,
                                window_name=self.window, count=count)]
-            elif c.failure_class is FailureClass.IUV:
-                if float(a.get("confidence", 1.0)) < EXTRACTION_FLOOR:
+            elif isinstance(a, IUVArgs):
+                if a.confidence < EXTRACTION_FLOOR:
                     plans.append(Decision.abstain(
-                        f"extraction confidence {a.get('confidence')} is below the floor "
+                        f"extraction confidence {a.confidence} is below the floor "
                         f"{EXTRACTION_FLOOR}"))
                     continue
-                new = iuv_pairs(ctx, list(a["candidates"]), a["value"], template=IUV_TEMPLATE)
+                new = iuv_pairs(ctx, list(a.candidates), a.value, template=IUV_TEMPLATE)
             else:
                 held = self._pc_holds(ctx)
                 if held is not None:
@@ -158,12 +167,12 @@ class NLIVerifier:
                 out.append(plan)
                 continue
             got = [(pairs[i], probs[i]) for i in plan.pairs]
-            c = it.criterion
+            a = it.criterion.args
             try:
-                if c.failure_class is FailureClass.UV:
-                    out.append(self._uv(c, it.ctx, got[0]))
-                elif c.failure_class is FailureClass.IUV:
-                    out.append(self._iuv(c, got))
+                if isinstance(a, UVArgs):
+                    out.append(self._uv(a, it.ctx, got[0]))
+                elif isinstance(a, IUVArgs):
+                    out.append(self._iuv(a, got))
                 else:
                     out.append(self._pc(got[0]))
             except Exception as exc:
@@ -172,15 +181,15 @@ class NLIVerifier:
 
     # -- per class --------------------------------------------------------------------------
 
-    def _needs_paraphrase(self, c: Criterion, ctx: TurnContext, m: float) -> bool:
+    def _needs_paraphrase(self, a: CriterionArgs, ctx: TurnContext, m: float) -> bool:
         """State-gated: a closed-set value this turn's diff introduces, not already entailed.
 
         Free-text values are left to S1 (exact and synonym matches) and NLI: the encoder
         only separates a value from its siblings when the slot has a closed value set.
         """
-        if self.paraphrase is None or c.failure_class is not FailureClass.UV or m >= self.tau:
+        if self.paraphrase is None or not isinstance(a, UVArgs) or m >= self.tau:
             return False
-        slot, value = c.args["slot"], c.args["value"]
+        slot, value = a.slot, a.value
         spec = ctx.spec.slot(slot, ctx.workflow)
         if spec is None or not spec.values:
             return False
@@ -212,12 +221,13 @@ class NLIVerifier:
             if isinstance(plan, Decision):
                 continue
             p = probs[plan.pairs[0]]
-            if not self._needs_paraphrase(it.criterion, it.ctx, self._uv_m(p)):
+            a = it.criterion.args
+            if not isinstance(a, UVArgs) or not self._needs_paraphrase(a, it.ctx, self._uv_m(p)):
                 continue
-            slot = it.criterion.args["slot"]
+            slot = a.slot
             texts += [g.text for g in ngrams(self._paraphrase_texts(it.ctx))]
             spec = it.ctx.spec.slot(slot, it.ctx.workflow)
-            texts += value_forms(it.criterion.args["value"], spec)
+            texts += value_forms(a.value, spec)
         if not texts:
             return
         try:
@@ -235,19 +245,19 @@ class NLIVerifier:
     def _gate(self, m: float) -> bool:
         return abs(m) >= self.tau
 
-    def _uv(self, c: Criterion, ctx: TurnContext,
+    def _uv(self, a: UVArgs, ctx: TurnContext,
             got: tuple[tuple[str, str], tuple[float, float, float]]) -> Decision:
         from sage_tod.nli.claims import uv_margin
 
         (_premise, hyp), p = got
         m = uv_margin(p, self.uv_margin)
-        value, slot = c.args["value"], c.args["slot"]
+        value, slot = a.value, a.slot
         nli = (f"NLI m={m:+.2f} (ent {p[0]:.2f}, neutral {p[1]:.2f}, contra {p[2]:.2f}) for "
                f"{hyp!r}")
         if m >= self.tau:
             return Decision(Outcome.FALSE, round(m, 6),
                             f"the premise (window {self.window}) entails the value: {nli}")
-        support = self._paraphrase(c, ctx, m)
+        support = self._paraphrase(a, ctx, m)
         if support is not None:
             span, sim, runner = support
             said = f"{span.text!r} paraphrases {value!r} (cosine {sim:.2f}" + (
@@ -264,13 +274,13 @@ class NLIVerifier:
         return Decision(Outcome.TRUE, round(-m, 6),
                         f"the dialogue does not support {value!r} for {slot}: {nli}")
 
-    def _paraphrase(self, c: Criterion, ctx: TurnContext, m: float
+    def _paraphrase(self, a: UVArgs, ctx: TurnContext, m: float
                     ) -> tuple[Span, float, float | None] | None:
-        if self.paraphrase is None or not self._needs_paraphrase(c, ctx, m):
+        if self.paraphrase is None or not self._needs_paraphrase(a, ctx, m):
             return None
         from sage_tod.nli.paraphrase import find_paraphrase
 
-        slot, value = c.args["slot"], c.args["value"]
+        slot, value = a.slot, a.value
         sources = self._paraphrase_sources(ctx)
         texts = [t for t, _ in sources]
         try:
@@ -288,11 +298,11 @@ class NLIVerifier:
         return (Span(source=source, index=index, start=g.start, end=g.end, text=g.text),
                 sup.similarity, sup.runner_up)
 
-    def _iuv(self, c: Criterion,
+    def _iuv(self, a: IUVArgs,
              got: list[tuple[tuple[str, str], tuple[float, float, float]]]) -> Decision:
         ms = [(p[0] - p[2], h) for (_, h), p in got]
         best, hyp = max(ms, key=lambda x: x[0])
-        value = c.args["value"]
+        value = a.value
         if best >= self.tau:
             return Decision(Outcome.TRUE, round(best, 6),
                             f"u_t entails that the user supplied {value!r} (m={best:+.2f} for "
@@ -351,8 +361,7 @@ def _check_packages() -> None:
         raise StageUnavailable(f"S2 needs {need}: pip install 'sage-tod[nli]'")
 
 
-@register_stage("S2")
-def _factory(options: dict[str, Any]) -> NLIVerifier:
+def build_s2(options: dict[str, Any]) -> NLIVerifier:
     """Options: nli_model, tau, cache_path, backend, threads, template, window, uv_margin,
     pc_template, pc_window, paraphrase (bool), nli_batch_size, pc_state. Unknown keys are
     ignored."""

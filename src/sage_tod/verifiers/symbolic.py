@@ -14,10 +14,20 @@ from typing import Any, Literal
 
 from sage_tod.compiler.context import TurnContext
 from sage_tod.compiler.cues import slot_cues
-from sage_tod.contracts.criteria import Criterion, Decision, FailureClass, Outcome, Span
+from sage_tod.compiler.extract import EXACT
+from sage_tod.contracts.criteria import (
+    Criterion,
+    Decision,
+    IUVArgs,
+    Outcome,
+    PCArgs,
+    Span,
+    UVArgs,
+    WNFArgs,
+)
 from sage_tod.text.match import find_dontcare, find_value
 from sage_tod.text.normalize import basic_tokens, fold, is_dontcare
-from sage_tod.verifiers.base import Item, register_stage
+from sage_tod.verifiers.base import Item
 
 PcState = Literal["after", "before"]
 # "No, thank you. What's the address?" declines the agent's offer to book, not the place
@@ -38,21 +48,24 @@ class SymbolicVerifier:
         self.wnf_state = wnf_state
 
     def accepts(self, criterion: Criterion) -> bool:
-        return True
+        return isinstance(criterion.args, UVArgs | IUVArgs | WNFArgs | PCArgs)
 
     def decide(self, items: Sequence[Item]) -> list[Decision]:
         return [self._decide_one(it.criterion, it.ctx) for it in items]
 
     def _decide_one(self, c: Criterion, ctx: TurnContext) -> Decision:
-        if c.failure_class is FailureClass.UV:
-            return _uv(c, ctx)
-        if c.failure_class is FailureClass.IUV:
-            return _iuv(c, ctx)
-        if c.failure_class is FailureClass.WNF:
-            return _wnf(c, ctx, self.wnf_state)
-        return self._pc(c, ctx)
+        a = c.args
+        if isinstance(a, UVArgs):
+            return _uv(a, ctx)
+        if isinstance(a, IUVArgs):
+            return _iuv(a, ctx)
+        if isinstance(a, WNFArgs):
+            return _wnf(a, ctx, self.wnf_state)
+        if isinstance(a, PCArgs):
+            return self._pc(a, ctx)
+        return Decision.abstain(f"S1 has no rule for criterion class {c.failure_class}")
 
-    def _pc(self, c: Criterion, ctx: TurnContext) -> Decision:
+    def _pc(self, a: PCArgs, ctx: TurnContext) -> Decision:
         wf = ctx.workflow
         state = ctx.after if self.pc_state == "after" else ctx.before
         label = "s_t" if self.pc_state == "after" else "s_{t-1}"
@@ -60,10 +73,10 @@ class SymbolicVerifier:
             return Decision(Outcome.FALSE, 1.0,
                             f"outcome predicate holds in {label}: confirming is allowed")
         unmet = sorted(wf.outcome_unmet(state))
-        if c.args.get("certainty") == "implied":
+        if a.certainty == "implied":
             return Decision.abstain(
                 f"outcome predicate is false in {label} (unmet: {', '.join(unmet)}) but the "
-                f"confirmation is only implied ({c.args.get('cue')!r})")
+                f"confirmation is only implied ({a.cue!r})")
         return Decision(Outcome.TRUE, 1.0,
                         f"agent confirms while the outcome predicate is false in {label}; "
                         f"unmet: {', '.join(unmet)}")
@@ -124,8 +137,8 @@ def find_support(ctx: TurnContext, slot: str, value: str) -> Span | None:
     return None
 
 
-def _uv(c: Criterion, ctx: TurnContext) -> Decision:
-    slot, value = c.args["slot"], c.args["value"]
+def _uv(a: UVArgs, ctx: TurnContext) -> Decision:
+    slot, value = a.slot, a.value
     span = find_support(ctx, slot, value)
     if span is not None:
         where = span.source if span.index is None else f"{span.source}[{span.index}]"
@@ -135,18 +148,18 @@ def _uv(c: Criterion, ctx: TurnContext) -> Decision:
         "it may be a paraphrase")
 
 
-def _iuv(c: Criterion, ctx: TurnContext) -> Decision:
-    cands: list[str] = c.args["candidates"]
+def _iuv(a: IUVArgs, ctx: TurnContext) -> Decision:
+    cands = a.candidates
     held = {s: ctx.after.get(s) for s in cands}
-    if c.args["confidence"] >= 0.9 and len(cands) == 1:
+    if a.confidence >= EXACT and len(cands) == 1:
         now = held[cands[0]]
         state = "unfilled" if now is None else f"holding {now!r}"
         return Decision(Outcome.TRUE, 1.0,
-                        f"user supplied {c.args['value']!r} for {cands[0]}, but s_t leaves it "
+                        f"user supplied {a.value!r} for {cands[0]}, but s_t leaves it "
                         f"{state}")
     return Decision.abstain(
-        f"user may have supplied {c.args['value']!r} for {' or '.join(cands)} "
-        f"(extraction confidence {c.args['confidence']:.2f}); not recorded, but the "
+        f"user may have supplied {a.value!r} for {' or '.join(cands)} "
+        f"(extraction confidence {a.confidence:.2f}); not recorded, but the "
         "extraction is not certain")
 
 
@@ -179,9 +192,9 @@ def _legality(slot: str, ctx: TurnContext, wnf_state: WnfState,
                    "unfilled in s_t")
 
 
-def _wnf(c: Criterion, ctx: TurnContext, wnf_state: WnfState) -> Decision:
-    asked_with = frozenset(c.args.get("asked_with", ()))
-    verdicts = [(s, *_legality(s, ctx, wnf_state, asked_with)) for s in c.args["candidates"]]
+def _wnf(a: WNFArgs, ctx: TurnContext, wnf_state: WnfState) -> Decision:
+    asked_with = frozenset(a.asked_with)
+    verdicts = [(s, *_legality(s, ctx, wnf_state, asked_with)) for s in a.candidates]
     legal = [v for v in verdicts if v[1]]
     if len(legal) == len(verdicts):
         return Decision(Outcome.FALSE, 1.0, "; ".join(v[2] for v in verdicts))
@@ -191,8 +204,7 @@ def _wnf(c: Criterion, ctx: TurnContext, wnf_state: WnfState) -> Decision:
                             + "; ".join(v[2] for v in verdicts))
 
 
-@register_stage("S1")
-def _factory(options: dict[str, Any]) -> SymbolicVerifier:
+def build_s1(options: dict[str, Any]) -> SymbolicVerifier:
     pc_state = options.get("pc_state", "after")
     wnf_state = options.get("wnf_state", "either")
     if pc_state not in ("after", "before") or wnf_state not in ("either", "before"):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.compiler.context import make_context
+from sage_tod.contracts.criteria import IUVArgs, UVArgs
 from sage_tod.lab.nli.devset import DevSet
 from sage_tod.nli.backend import Pair
 from sage_tod.nli.claims import (
@@ -199,7 +200,7 @@ def split_probes(spec_path: str | Path, turns_path: str | Path,
         ctx = make_context(bundle, rec.turn)
         gclass = rec.gold.failure_class if rec.gold is not None else None
         inj = (rec.gold.injection if rec.gold is not None else None) or {}
-        crits = [c for c in compile_turn(ctx) if c.nlu and c.failure_class.value in
+        crits = [c for c in compile_turn(ctx) if c.nlu and str(c.failure_class) in
                  ("UV", "IUV", "PC")]
         if not crits:
             continue
@@ -207,14 +208,13 @@ def split_probes(spec_path: str | Path, turns_path: str | Path,
         for c, d in zip(crits, decisions, strict=True):
             if d.outcome.value != "abstain":
                 continue
-            cls = c.failure_class.value
             a = c.args
-            if cls == "UV":
-                label = gclass == "UV" and inj.get("slot") == a["slot"]
-                out.append(Probe("UV", label, _uv_fn(ctx, a["slot"], a["value"], count)))
-            elif cls == "IUV":
-                label = gclass == "IUV" and inj.get("slot") in a["candidates"]
-                out.append(Probe("IUV", label, _iuv_fn(ctx, list(a["candidates"]), a["value"])))
+            if isinstance(a, UVArgs):
+                label = gclass == "UV" and inj.get("slot") == a.slot
+                out.append(Probe("UV", label, _uv_fn(ctx, a.slot, a.value, count)))
+            elif isinstance(a, IUVArgs):
+                label = gclass == "IUV" and inj.get("slot") in a.candidates
+                out.append(Probe("IUV", label, _iuv_fn(ctx, list(a.candidates), a.value)))
             else:
                 label = gclass == "PC"
                 out.append(Probe("PC", label, _pc_fn(ctx.turn.user, ctx.turn.agent)))
