@@ -28,7 +28,14 @@ from sage_tod.cli.models import models_app
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import load_spec
 from sage_tod.contracts.turns import TurnFile, load_turns, read_gold_labels
-from sage_tod.contracts.verdicts import Verdict, iter_verdicts, prepare_resume, read_verdicts
+from sage_tod.contracts.verdicts import (
+    Verdict,
+    iter_verdicts,
+    prepare_resume,
+    read_verdicts,
+    write_verdict,
+    write_verdicts,
+)
 from sage_tod.evaluation.configs import config_names, get_config
 from sage_tod.evaluation.evaluator import Evaluator
 from sage_tod.outputs.console import err, out
@@ -185,8 +192,7 @@ def evaluate(
         for v in _progress_iter(ev.evaluate(todo), len(todo), quiet):
             if reproducible:
                 v = v.model_copy(update={"latency_ms": 0.0})
-            fh.write(v.to_json() + "\n")
-            fh.flush()
+            write_verdict(v, fh)
             written.append(v)
     if not quiet:
         allv = _guard(lambda: read_verdicts(out_path)) if done else written
@@ -269,7 +275,8 @@ def demo(
     vs = list(ev.evaluate(tf.records))
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        out_path.write_text("".join(v.to_json() + "\n" for v in vs), encoding="utf-8")
+        with out_path.open("w", encoding="utf-8") as fh:
+            write_verdicts(vs, fh)
     gold: dict[str, str] = {r.turn.key: (r.gold.failure_class or r.gold.label)
                             for r in tf.records if r.gold}
     out.print(f"[bold]sage-tod demo[/]: {len(tf.records)} turns from {turns_p.name}, "

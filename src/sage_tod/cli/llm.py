@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from sage_tod.contracts.verdicts import write_verdict
 from sage_tod.llm.config import LLMNotConfigured, config_from_options
 from sage_tod.outputs.console import err, out
 
@@ -129,7 +130,7 @@ def baseline(
     try:
         with output.open("w", encoding="utf-8") as fh:
             for j in iter_judgements(name, bundle, recs, opts):
-                fh.write(j.verdict.to_json() + "\n")
+                write_verdict(j.verdict, fh)
                 if tfh is not None:
                     tfh.write(json.dumps(j.to_dict(), ensure_ascii=False) + "\n")
                 counts[j.verdict.verdict] = counts.get(j.verdict.verdict, 0) + 1

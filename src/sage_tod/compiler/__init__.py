@@ -2,11 +2,21 @@
 
 `context` builds the turn context (states, Δ_t), `extract` finds the values the
 user supplied, `detect` the agent's requests and confirmations, `compile`
-states each criterion with its arguments and evidence span.
+states each criterion with its arguments and evidence span, `kinds` holds the
+registry of criterion classes (built-in and plugin).
 """
-
 
 from sage_tod.compiler.compile import compile_turn
 from sage_tod.compiler.context import TurnContext, make_context
+from sage_tod.compiler.detect import detect_confirmation, detect_requests
+from sage_tod.compiler.kinds import CRITERIA, CriterionKind
 
-__all__ = ["TurnContext", "compile_turn", "make_context"]
+__all__ = [
+    "CRITERIA",
+    "CriterionKind",
+    "TurnContext",
+    "compile_turn",
+    "detect_confirmation",
+    "detect_requests",
+    "make_context",
+]

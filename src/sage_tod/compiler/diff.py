@@ -17,11 +17,6 @@ class SlotChange:
     old: str | None
     new: str | None
 
-    @property
-    def writes(self) -> bool:
-        """True when the change writes a value (not a deletion)."""
-        return self.new is not None
-
 
 def state_diff(spec: SpecBundle, workflow: Workflow | None, before: Mapping[str, str],
                after: Mapping[str, str]) -> tuple[SlotChange, ...]:

@@ -183,6 +183,23 @@ def parse_turn(obj: Any, spec: SpecBundle, path: str | Path = "<turns>",
     return TurnRecord(turn=turn, gold=tl.gold, meta=tl.meta, line=line)
 
 
+def as_turn(obj: Turn | TurnRecord | Mapping[str, Any], spec: SpecBundle,
+            where: str | Path = "<turn>") -> Turn:
+    """The one conversion from what callers hold (a `Turn`, a `TurnRecord`, a dict in the
+    turns format) to a `Turn` checked against `spec`; anything else is an `InputError`."""
+    if isinstance(obj, TurnRecord):
+        if spec.workflow(obj.turn.workflow) is None:
+            raise InputError(where, f"unknown workflow id {obj.turn.workflow!r}",
+                             field="workflow")
+        return obj.turn
+    if isinstance(obj, Turn):
+        return parse_turn(obj.model_dump(), spec, where).turn
+    if isinstance(obj, Mapping):
+        return parse_turn(dict(obj), spec, where).turn
+    raise InputError(where, "a turn must be a Turn, a TurnRecord or a dict in the turns "
+                     f"format, got {_describe(obj)}")
+
+
 def iter_turn_lines(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
     """Yield (line number, parsed JSON or the error) for each non-blank line."""
     p = Path(path)

@@ -85,12 +85,18 @@ def decided_by_counts(verdicts: Iterable[Verdict]) -> Counter[str]:
     return Counter((c.decided_by or "abstained") for v in verdicts for c in v.criteria)
 
 
+def write_verdict(v: Verdict, fh: IO[str]) -> None:
+    """One verdict line, flushed: a run killed mid-way keeps every finished turn (resume)."""
+    fh.write(v.to_json() + "\n")
+    fh.flush()
+
+
 def write_verdicts(verdicts: Iterable[Verdict], fh: IO[str]) -> int:
+    """Every verdict through `write_verdict`, the one writer of the format; the count."""
     n = 0
     for v in verdicts:
-        fh.write(v.to_json() + "\n")
+        write_verdict(v, fh)
         n += 1
-    fh.flush()
     return n
 
 

@@ -11,9 +11,8 @@ from sage_tod.compiler.compile import compile_turn
 from sage_tod.compiler.context import TurnContext, make_context
 from sage_tod.compiler.kinds import resolve_kinds
 from sage_tod.contracts.criteria import Outcome, class_rank
-from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle, load_spec
-from sage_tod.contracts.turns import Turn, TurnRecord, parse_turn
+from sage_tod.contracts.turns import Turn, TurnRecord, as_turn
 from sage_tod.contracts.verdicts import CriterionVerdict, StageAnswer, Verdict
 from sage_tod.evaluation.aggregate import repair_signal, turn_verdict
 from sage_tod.evaluation.cascade import Cascade
@@ -48,14 +47,7 @@ class Evaluator:
         return dict(self.cascade.missing)
 
     def _as_turn(self, turn: Turn | TurnRecord | Mapping[str, Any]) -> Turn:
-        if isinstance(turn, Turn):
-            if self.spec.workflow(turn.workflow) is None:
-                raise InputError("<turn>", f"unknown workflow id {turn.workflow!r}",
-                                 field="workflow")
-            return turn
-        if isinstance(turn, TurnRecord):
-            return turn.turn
-        return parse_turn(dict(turn), self.spec).turn
+        return as_turn(turn, self.spec)
 
     def evaluate_turn(self, turn: Turn | TurnRecord | Mapping[str, Any]) -> Verdict:
         """One verdict. Its `history` must be given when the turn is not the first."""

@@ -21,7 +21,13 @@ from sage_tod.contracts.criteria import CLASS_NAMES
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle, load_spec
 from sage_tod.contracts.turns import TurnRecord, load_turns, read_gold_labels
-from sage_tod.contracts.verdicts import Verdict, decided_by_counts, prepare_resume, read_verdicts
+from sage_tod.contracts.verdicts import (
+    Verdict,
+    decided_by_counts,
+    prepare_resume,
+    read_verdicts,
+    write_verdict,
+)
 from sage_tod.evaluation.configs import CONFIGS, config_names
 from sage_tod.evaluation.evaluator import Evaluator
 from sage_tod.lab import stats
@@ -126,8 +132,7 @@ def run_one(info: SliceInfo, config: str, out: Path, *, options: Mapping[str, An
                          f"{', '.join(SAGE_CONFIGS)}")
     with path.open("a", encoding="utf-8") as fh:
         for v in verdicts:
-            fh.write(v.to_json() + "\n")
-            fh.flush()
+            write_verdict(v, fh)
             if on_verdict is not None:
                 on_verdict()
     return path

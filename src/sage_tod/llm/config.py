@@ -83,10 +83,6 @@ class LLMConfig:
         value = os.environ.get(self.api_key_env) if self.api_key_env else None
         return value or None
 
-    def with_model(self, model: str) -> LLMConfig:
-        return replace(self, model=model, azure_deployment=None if self.azure_deployment
-                       in (None, self.model) else self.azure_deployment)
-
     def describe(self) -> dict[str, Any]:
         """Safe to print or store: the key's variable name and whether it is set, not its value."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}

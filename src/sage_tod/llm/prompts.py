@@ -53,7 +53,3 @@ def load_prompt(name: str) -> Prompt:
     text = path.read_text(encoding="utf-8")
     return _parse(name, text)
 
-
-def prompt_names() -> list[str]:
-    folder = resources.files("sage_tod.llm").joinpath("prompt_files")
-    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))

@@ -323,7 +323,3 @@ def load_backend(model: str, backend: str = "auto", *, threads: int | None = Non
                 be = TorchBackend(model, max_length, n)
         _LOADED[key] = be
         return be
-
-
-def loaded_backends() -> list[NLIBackend]:
-    return list(_LOADED.values())

@@ -92,6 +92,8 @@ def candidate_text(wf: Workflow, service_descriptions: Mapping[str, str] | None 
 
 
 def _turn(t: Turn | TurnRecord) -> Turn:
+    """The turn itself, not checked against a spec: before routing its workflow is unknown
+    (so `contracts.turns.as_turn`, which checks it, does not apply)."""
     return t.turn if isinstance(t, TurnRecord) else t
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 # Spelling variants folded to one token everywhere (British/American and common
 # abbreviations). Kept small on purpose: slot-specific equivalences belong in a
@@ -61,11 +62,14 @@ def fold(text: str) -> str:
     return text.replace("\u2019", "'").replace("\u2018", "'").lower()
 
 
-def tokens_with_spans(text: str) -> list[tuple[str, int, int]]:
+@lru_cache(maxsize=8192)
+def tokens_with_spans(text: str) -> tuple[tuple[str, int, int], ...]:
     """Normalised tokens of `text` with their character offsets in `text`.
 
     Offsets refer to the original string (NFKC folding keeps lengths for the
     characters dialogue text uses), so evidence spans can be shown verbatim.
+    Cached: the compiler, S1 and S2 read the same few utterances of a turn
+    many times (once per slot and surface form), and tokenise each once.
     """
     folded = fold(text)
     if len(folded) != len(text):  # exotic characters changed length: fall back to lower()
@@ -74,7 +78,7 @@ def tokens_with_spans(text: str) -> list[tuple[str, int, int]]:
     for m in _TOKEN_RE.finditer(folded):
         for piece in normalize_token(m.group()).split():
             out.append((piece, m.start(), m.end()))
-    return out
+    return tuple(out)
 
 
 def normalize_token(tok: str) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 
 from sage_tod.compiler.context import TurnContext, make_context
 from sage_tod.contracts.spec import SpecBundle, load_spec
-from sage_tod.contracts.turns import Turn, TurnRecord, parse_turn
+from sage_tod.contracts.turns import Turn, TurnRecord, as_turn
 from sage_tod.contracts.verdicts import Verdict
 from sage_tod.lab.baselines.context import DEFAULT_HISTORY, Mode
 from sage_tod.lab.baselines.judges import (
@@ -127,13 +127,7 @@ def build_judge(name: str, client_config: LLMConfig | Mapping[str, Any],
 def _contexts(spec: SpecBundle, records: Iterable[Turn | TurnRecord | Mapping[str, Any]]
               ) -> Iterator[TurnContext]:
     for rec in records:
-        if isinstance(rec, TurnRecord):
-            turn = rec.turn
-        elif isinstance(rec, Turn):
-            turn = rec
-        else:
-            turn = parse_turn(dict(rec), spec).turn
-        yield make_context(spec, turn)
+        yield make_context(spec, as_turn(rec, spec))
 
 
 def iter_judgements(name: str, spec: SpecBundle | str | Path,

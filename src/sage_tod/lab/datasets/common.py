@@ -56,10 +56,6 @@ def token_char_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def history_of(pairs: list[tuple[str, str]]) -> list[dict[str, str]]:
-    return [{"user": u, "agent": a} for u, a in pairs]
-
-
 def dedupe(items: Iterable[str]) -> list[str]:
     """Unique items in first-seen order."""
     seen: dict[str, None] = {}

@@ -445,18 +445,6 @@ def compile_spec(root: Path | None = None) -> SpecDoc:
     return {"version": 1, "workflows": workflows}
 
 
-def required_stats(root: Path | None = None) -> dict[str, CompletionStats]:
-    """The completion statistics behind the derived required fields (for the docs)."""
-    schema = load_schema(root)
-    val = load_dialogues("val", root, version="2.1")
-    out = {}
-    for dom in DOMAINS:
-        service = schema[dom]
-        transactional = any(it["is_transactional"] for it in service["intents"])
-        out[dom] = completion_stats(val, dom, informable_slots(service), transactional)
-    return out
-
-
 def value_pool(root: Path | None = None) -> dict[str, list[str]]:
     """Plausible values per slot, for UV injection: schema values, database, then ontology.
 
