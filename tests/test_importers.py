@@ -185,3 +185,20 @@ def test_tools_mapping_unknown_slot_is_a_spec_error() -> None:
                               "slot 'nope' for argument 'x.y' of tool 'book'")
     with pytest.raises(InputError, match=r"tools\.book\.confirm"):
         parse_spec({**doc, "tools": {"book": {"confirm": True}}}, "s.yaml")
+
+
+def test_formats_doc_tools_example_parses_and_maps() -> None:
+    import re
+
+    import yaml
+
+    doc = (ROOT / "docs" / "formats.md").read_text()
+    (block,) = re.findall(r"```yaml tools-example\n(.*?)```", doc, re.S)
+    wf = parse_spec(yaml.safe_load(block), "doc").workflows["book_flight"]
+    assert wf.tools["book_reservation"].confirms and not wf.tools["think"].writes
+    from sage_tod.importers.chat import Call, mapped_values
+
+    call = Call("book_reservation", {"user_id": "u1", "origin": "JFK", "passengers": [
+        {"dob": "1990-04-05"}, {"dob": "1991-01-01"}]}, None)
+    assert mapped_values(wf, call) == {"user-id": "u1", "origin": "JFK",
+                                       "passenger-dob": "1990-04-05, 1991-01-01"}
