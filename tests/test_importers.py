@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from sage_tod import Evaluator, InputError, load_spec
 from sage_tod.cli.app import app
-from sage_tod.importers import UnknownFormat, available_formats, import_file
 from sage_tod.contracts.spec import parse_spec
+from sage_tod.importers import UnknownFormat, available_formats, import_file
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "tests" / "fixtures" / "logs"

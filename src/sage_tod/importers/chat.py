@@ -28,9 +28,9 @@ from typing import Any
 
 from sage_tod.compiler.detect import detect_requests
 from sage_tod.contracts.errors import InputError
-from sage_tod.importers.base import ImportResult, TurnDict
 from sage_tod.contracts.spec import SpecBundle, Workflow
 from sage_tod.contracts.turns import Turn
+from sage_tod.importers.base import ImportResult, TurnDict
 
 ROLES = ("user", "assistant", "tool", "system")
 _ROLE_ALIASES = {"developer": "system"}

@@ -14,11 +14,11 @@ from typing import Annotated, Any
 
 import typer
 
-from sage_tod.outputs.console import err, out
 from sage_tod.contracts.errors import InputError
-from sage_tod.importers.base import ImportResult, UnknownFormat, available_formats, import_file
 from sage_tod.contracts.spec import SpecBundle, load_spec
 from sage_tod.contracts.turns import TurnFile
+from sage_tod.importers.base import ImportResult, UnknownFormat, available_formats, import_file
+from sage_tod.outputs.console import err, out
 
 _MAX_LISTED = 10
 

@@ -24,11 +24,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sage_tod.lab.datasets import multiwoz, sgd
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle
 from sage_tod.importers.base import ImportResult, Skipped, TurnDict
 from sage_tod.importers.records import read_document
-from sage_tod.contracts.spec import SpecBundle
+from sage_tod.lab.datasets import multiwoz, sgd
 
 
 def _read_json(path: Path) -> Any:

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle, Workflow
 from sage_tod.importers.base import ImportResult, Skipped, TurnDict
 from sage_tod.importers.records import Record, iter_records, read_document
-from sage_tod.contracts.spec import SpecBundle, Workflow
 
 _ID_KEYS = ("sender_id", "conversation_id", "name")
 _RESETS = {"restart", "reset_slots"}

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle
 from sage_tod.importers.base import ImportResult, Skipped
 from sage_tod.importers.chat import conversation_turns, parse_messages
 from sage_tod.importers.records import Record, iter_records, read_document
-from sage_tod.contracts.spec import SpecBundle
 
 
 def _reward(obj: dict[str, Any]) -> float | None:
