@@ -202,3 +202,36 @@ def test_formats_doc_tools_example_parses_and_maps() -> None:
         {"dob": "1990-04-05"}, {"dob": "1991-01-01"}]}, None)
     assert mapped_values(wf, call) == {"user-id": "u1", "origin": "JFK",
                                        "passenger-dob": "1990-04-05, 1991-01-01"}
+
+
+def test_corpus_turns_left_out_are_counted_not_dropped(tmp_path: Path) -> None:
+    data = json.loads((LOGS / "multiwoz-dialogue.json").read_text())
+    (did,) = data
+    data[did]["log"] = data[did]["log"][:5]  # ends on a user entry with no system reply
+    p = tmp_path / "mw.json"
+    p.write_text(json.dumps(data))
+    res = import_file("multiwoz", p, load_spec(LOGS / "multiwoz-restaurant-spec.yaml"))
+    assert res.n_turns == 2
+    assert [str(s) for s in res.skipped] == [
+        f"dialogue {did} turn 2: user entry without a system reply"]
+
+
+def test_rasa_event_without_type_names_the_event(tmp_path: Path) -> None:
+    tracker = json.loads((LOGS / "rasa-financial-demo-tracker.json").read_text())
+    del tracker["events"][7]["event"]
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(tracker))
+    with pytest.raises(InputError) as exc:
+        import_file("rasa", p, load_spec(LOGS / "rasa-financial-demo-spec.yaml"))
+    assert str(exc.value) == f"{p}: field 'events[7].event': missing field 'event'"
+
+
+def test_mwzeval_without_its_module_is_a_clear_error(tmp_path: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("sage_tod.importers.mwzeval") is not None:
+        pytest.skip("the mwzeval reader is installed")
+    p = tmp_path / "preds.json"
+    p.write_text("{}")
+    with pytest.raises(InputError, match=r"needs module sage_tod\.importers\.mwzeval"):
+        import_file("mwzeval", p, load_spec(LOGS / "multiwoz-restaurant-spec.yaml"))
