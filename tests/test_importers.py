@@ -63,7 +63,7 @@ def test_tau_bench_booking_state_comes_from_the_tool_arguments() -> None:
     assert len(booked) == 1  # the one successful book_reservation call
     after = booked[0]["state_after"]
     assert after["origin"] == "JFK" and after["destination"] == "SEA"
-    assert after["payment"] == "certificate_7504069, credit_card_4421486"
+    assert after["payment"] == "certificate_7504069"  # the first payment method
     assert after["passenger-dob"] == "1990-04-05" and after["insurance"] == "no"
     # before the booking, only what get_user_details / the searches wrote
     assert set(booked[0]["state_before"]) <= {"user-id", "origin", "destination",
@@ -235,3 +235,26 @@ def test_mwzeval_without_its_module_is_a_clear_error(tmp_path: Path) -> None:
     p.write_text("{}")
     with pytest.raises(InputError, match=r"needs module sage_tod\.importers\.mwzeval"):
         import_file("mwzeval", p, load_spec(LOGS / "multiwoz-restaurant-spec.yaml"))
+
+
+def test_tool_results_can_be_shown_as_history() -> None:
+    bundle = load_spec(AIRLINE)
+    plain = import_file("tau-bench", LOGS / "tau2-bench-airline-simulation.json", bundle)
+    shown = import_file("tau-bench", LOGS / "tau2-bench-airline-simulation.json", bundle,
+                        tool_results=True)
+    assert [t["user"] for t in plain.turns] == [t["user"] for t in shown.turns]
+    assert [t["state_after"] for t in plain.turns] == [t["state_after"] for t in shown.turns]
+    first_lookup = next(i for i, t in enumerate(shown.turns) if t["meta"]["tool_calls"])
+    t = shown.turns[first_lookup]
+    n_plain = len(plain.turns[first_lookup]["history"])
+    added = t["history"][n_plain:]  # one entry per call with a result, in call order
+    assert [a["agent"].split("]")[0] for a in added] == [
+        "[tool get_reservation_details", "[tool get_flight_status",
+        "[tool get_flight_status"]
+    assert all(a["user"] == "" for a in added) and "emma_kim_9957" in added[0]["agent"]
+    # they stay in the history of later turns, before the turn they came from; the next
+    # turn's own result (cancel_reservation) comes last in its history
+    later = shown.turns[first_lookup + 1]["history"]
+    assert later[-5:-2] == added and later[-2]["user"] == t["user"]
+    assert later[-1]["agent"].startswith("[tool cancel_reservation]")
+    assert shown.records(bundle).records

@@ -232,12 +232,20 @@ class _Open:
     calls: list[dict[str, Any]] = field(default_factory=list)
     confirm: bool = False
     first: int = 0
+    results: list[dict[str, str]] = field(default_factory=list)  # shown tool results
 
 
 def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: str,
                        result: ImportResult, *, workflow: str | None = None,
-                       meta: Mapping[str, Any] | None = None) -> list[TurnDict]:
-    """Turns of one conversation; tallies system messages and ignored tools in `result`."""
+                       meta: Mapping[str, Any] | None = None,
+                       tool_results: bool = False) -> list[TurnDict]:
+    """Turns of one conversation; tallies system messages and ignored tools in `result`.
+
+    `tool_results` shows the agent's tool results to the evaluator: each result
+    becomes a history entry `{"user": "", "agent": "[tool NAME] RESULT"}`, placed
+    before the entry of the turn it belongs to (and, for turn t itself, at the
+    end of h_<t), so values the agent copied from a result have support.
+    """
     results = {m.call_id: m for m in msgs if m.role == "tool" and m.call_id is not None}
     wf, rule = choose_workflow(spec, msgs, workflow)
     history: list[dict[str, str]] = []
@@ -252,7 +260,7 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
             "dialogue_id": dialogue_id, "turn_id": len(turns), "workflow": wf.id,
             "user": t.user, "agent": agent, "state_before": dict(sorted(before.items())),
             "state_after": dict(sorted(state.items())),
-            "history": [dict(h) for h in history],
+            "history": [dict(h) for h in history] + [dict(r) for r in t.results],
         }
         if t.confirm:
             probe = Turn.model_validate({k: turn[k] for k in (
@@ -265,6 +273,7 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
         turn["meta"] = {**(meta or {}), "workflow_rule": rule, "first_message": t.first,
                         "tool_calls": t.calls}
         turns.append(turn)
+        history.extend(t.results)
         history.append({"user": t.user, "agent": agent})
 
     before: dict[str, str] = {}
@@ -296,6 +305,9 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
         for c in m.calls:
             rec = _apply(c, wf, spec, results, state, result, cur)
             cur.calls.append(rec)
+            shown = results.get(c.id) if c.id is not None else None
+            if tool_results and shown is not None and shown.text.strip():
+                cur.results.append({"user": "", "agent": f"[tool {c.name}] {shown.text}"})
     if cur is not None:
         close(cur, before)
     elif lead:

@@ -23,8 +23,11 @@ from sage_tod.outputs.console import err, out
 _MAX_LISTED = 10
 
 
-def _opts(workflow: str | None, corpus: Path | None) -> dict[str, Any]:
+def _opts(workflow: str | None, corpus: Path | None, tool_results: bool = False
+          ) -> dict[str, Any]:
     opts: dict[str, Any] = {}
+    if tool_results:
+        opts["tool_results"] = True
     if workflow is not None:
         opts["workflow"] = workflow
     if corpus is not None:
@@ -81,6 +84,9 @@ def import_cmd(
         help="workflow id of every conversation (default: inferred, docs/logs.md)")] = None,
     corpus: Annotated[Path | None, typer.Option(
         help="mwzeval only: the MultiWOZ dialogues the predictions were made on")] = None,
+    tool_results: Annotated[bool, typer.Option(
+        help="openai-chat, tau-bench: show tool results to the evaluator as history "
+             "entries (docs/logs.md)")] = False,
     overwrite: Annotated[bool, typer.Option(help="replace an existing --out file")] = False,
 ) -> None:
     """Convert an agent's log into turns JSONL; prints what was read, skipped and ignored."""
@@ -88,7 +94,7 @@ def import_cmd(
         bundle = load_spec(spec)
         if out_path.exists() and not overwrite:
             raise InputError(out_path, "exists; pass --overwrite to replace it")
-        res = read_log(fmt, log, bundle, **_opts(workflow, corpus))
+        res = read_log(fmt, log, bundle, **_opts(workflow, corpus, tool_results))
         res.records(bundle)  # the output must be a valid turns file for this spec
     except InputError as exc:
         err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)

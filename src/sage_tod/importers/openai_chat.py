@@ -24,7 +24,7 @@ _ID_KEYS = ("id", "conversation_id", "dialogue_id")
 
 
 def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
-         **_: Any) -> ImportResult:
+         tool_results: bool = False, **_: Any) -> ImportResult:
     res = ImportResult(format="openai-chat", path=str(path))
     top = None
     if path.suffix.lower() == ".json":
@@ -49,7 +49,8 @@ def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
         meta: dict[str, Any] = {"source": "openai-chat", "record": rec.where}
         if isinstance(extra, dict):
             meta["log"] = extra
-        turns = conversation_turns(msgs, spec, did, res, workflow=workflow, meta=meta)
+        turns = conversation_turns(msgs, spec, did, res, workflow=workflow, meta=meta,
+                                   tool_results=tool_results)
         res.conversations += 1
         if not turns:
             res.skipped.append(Skipped(f"{rec.where} ({did})", "no user message"))

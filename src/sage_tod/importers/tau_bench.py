@@ -35,7 +35,7 @@ def _reward(obj: dict[str, Any]) -> float | None:
 
 
 def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
-         **_: Any) -> ImportResult:
+         tool_results: bool = False, **_: Any) -> ImportResult:
     res = ImportResult(format="tau-bench", path=str(path))
     top = None
     if path.suffix.lower() != ".jsonl":
@@ -77,7 +77,8 @@ def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
         if version == "tau2-bench":
             meta["simulation_id"] = obj.get("id")
             meta["termination_reason"] = obj.get("termination_reason")
-        turns = conversation_turns(msgs, spec, did, res, workflow=workflow, meta=meta)
+        turns = conversation_turns(msgs, spec, did, res, workflow=workflow, meta=meta,
+                                   tool_results=tool_results)
         res.conversations += 1
         if not turns:
             res.skipped.append(Skipped(f"{rec.where} ({did})", "no user message"))
