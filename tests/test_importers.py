@@ -258,3 +258,17 @@ def test_tool_results_can_be_shown_as_history() -> None:
     assert later[-5:-2] == added and later[-2]["user"] == t["user"]
     assert later[-1]["agent"].startswith("[tool cancel_reservation]")
     assert shown.records(bundle).records
+
+
+def test_logs_doc_python_example_runs(monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    doc = (ROOT / "docs" / "logs.md").read_text()
+    (block,) = re.findall(r"```python\n(.*?)```", doc, re.S)
+    monkeypatch.chdir(ROOT)
+    scope: dict[str, object] = {}
+    exec(compile(block, "docs/logs.md", "exec"), scope)
+    printed = capsys.readouterr().out.strip()
+    assert printed == block.split("# ", 1)[1].split("\n", 1)[0].strip()
+    assert len(scope["verdicts"]) == 14  # type: ignore[arg-type]
