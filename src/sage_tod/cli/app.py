@@ -38,6 +38,8 @@ from sage_tod.contracts.verdicts import (
 )
 from sage_tod.evaluation.configs import config_names, get_config
 from sage_tod.evaluation.evaluator import Evaluator
+from sage_tod.importers.cli import load_log
+from sage_tod.importers.cli import register as register_import
 from sage_tod.outputs.console import err, out
 from sage_tod.outputs.render import explain as render_explain
 from sage_tod.outputs.render import score_table, summary_table, verdict_table
@@ -54,6 +56,7 @@ specs_app.command("export")(specs_export)
 app.add_typer(models_app, name="models", help="NLI models for S2: train, measure, benchmark.")
 app.add_typer(llm_app, name="llm", help="LLM endpoints: local server, ping, baselines, router.")
 app.command("calibrate")(nli_calibrate)
+register_import(app)
 
 T = TypeVar("T")
 
@@ -143,9 +146,12 @@ def _stage_options(nli_model: str | None, tau: float | None, **more: Any) -> dic
 @app.command()
 def evaluate(
     spec: Annotated[Path, typer.Option(help="workflow spec (YAML or JSON)")],
-    turns: Annotated[Path, typer.Option(help="turns JSONL")],
+    turns: Annotated[Path, typer.Option(help="turns JSONL (with --format: the agent's log)")],
     out_path: Annotated[Path, typer.Option("--out", help="verdicts JSONL to write")],
     config: ConfigOpt = "core",
+    log_format: Annotated[str | None, typer.Option(
+        "--format", help="read --turns as an agent log of this format (openai-chat, "
+                         "tau-bench, rasa, multiwoz, sgd, mwzeval; docs/logs.md)")] = None,
     skip_invalid: Annotated[bool, typer.Option(help="evaluate valid lines, report the rest")
                             ] = False,
     resume: Annotated[bool, typer.Option(help="keep verdicts already in --out, do the rest")
@@ -171,7 +177,10 @@ def evaluate(
         err.print("[bold red]error:[/] --pc-state must be after|before and --wnf-state "
                   "either|before")
         raise typer.Exit(2)
-    _, tf = _guard(lambda: _load(spec, turns, skip_invalid))
+    if log_format is None:
+        _, tf = _guard(lambda: _load(spec, turns, skip_invalid))
+    else:
+        _, tf = _guard(lambda: load_log(spec, turns, log_format, skip_invalid))
     ev = _guard(lambda: Evaluator(
         load_spec(spec), config, batch_size=batch_size,
         options=_stage_options(nli_model, tau, pc_state=pc_state, wnf_state=wnf_state)))

@@ -75,6 +75,24 @@ class _AnyBucket(BaseModel):
     any: list[str] = Field(min_length=1)
 
 
+class ToolSpec(BaseModel):
+    """How one tool of a tool-calling agent maps onto the workflow (docs/formats.md).
+
+    Agents that act through tools keep their workflow state in the arguments
+    they pass, not in a state dict; the importers (`sage_tod.importers`) read it
+    from there. `args` maps an argument name or dotted path (`passengers.0.dob`,
+    `*` for every list item) to a slot; a `writes` call fills the slots of its
+    arguments, a read-only call (`writes: false`, a lookup) does not; a successful
+    call of a `confirms` tool is the agent confirming the workflow (for PC).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    args: dict[str, str] = Field(default_factory=dict)
+    writes: bool = True
+    confirms: bool = False
+
+
 class _WorkflowModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -100,6 +118,7 @@ class _WorkflowModel(BaseModel):
     precedes: list[tuple[str, str]] | None = None
     outcome: str | None = None
     confirmation_cues: list[str] = Field(default_factory=list)
+    tools: dict[str, ToolSpec] = Field(default_factory=dict)
 
 
 class _SpecFileModel(BaseModel):
@@ -126,6 +145,7 @@ class Workflow:
     outcome_text: str
     confirmation_cues: tuple[str, ...]
     any_buckets: frozenset[int] = frozenset()  # indices into `buckets` that are any-of
+    tools: Mapping[str, ToolSpec] = field(default_factory=dict)  # tool name -> mapping
 
     def slot(self, name: str) -> SlotSpec | None:
         return self.slots.get(name)
@@ -328,11 +348,16 @@ def _build_workflow(wm: _WorkflowModel, shared: Mapping[str, SlotSpec],
     for s in sorted(node.slots()):
         if s not in slots:
             raise InputError(path, f"unknown slot {s!r} in outcome", field=f"{where}.outcome")
+    for tool, ts in wm.tools.items():
+        for arg, slot in ts.args.items():
+            if slot not in slots:
+                raise InputError(path, f"unknown slot {slot!r} for argument {arg!r} of tool "
+                                 f"{tool!r}", field=f"{where}.tools.{tool}.args.{arg}")
     return Workflow(
         id=wm.id, description=wm.description, slots=slots, required=req, buckets=buckets,
         prereqs=prereqs, outcome=node, outcome_text=render(node),
         confirmation_cues=tuple(c for c in wm.confirmation_cues if c.strip()),
-        any_buckets=any_buckets,
+        any_buckets=any_buckets, tools=dict(wm.tools),
     )
 
 

@@ -1,0 +1,197 @@
+"""What every importer returns, the registry of log formats, and `import_file`.
+
+An importer turns an agent's own log (chat messages with tool calls, a
+tracker-store event list, a corpus dialogue file) into turn records of the
+public turns format (docs/formats.md), so the evaluator never needs to know
+where a turn came from. Importers are plain functions
+`read(path, spec, **opts) -> ImportResult`, found by format name in `FORMATS`
+and imported only when asked for, so reading one format never loads the code
+(or the dependencies) of another.
+
+Nothing is dropped silently: whatever an importer does not turn into a turn is
+either an error (`InputError`, naming file, record and message index) or a
+`Skipped` item with its reason, and every tool call the spec does not map is
+counted in `ignored_tools` so the command can report it once.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle
+from sage_tod.contracts.turns import TurnFile, parse_turn, with_history
+
+TurnDict = dict[str, Any]
+"""One turn in the public turns-JSONL shape (with `meta`)."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An item of the log that did not become a turn, and why."""
+
+    where: str  # "record 3", "dialogue PMUL0698 turn 7", ...
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.reason}"
+
+
+@dataclass
+class ImportResult:
+    """Turns read from one log file, and an account of everything else in it."""
+
+    format: str
+    path: str
+    turns: list[TurnDict] = field(default_factory=list)
+    conversations: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    ignored_tools: Counter[str] = field(default_factory=Counter)
+    ignored_slots: Counter[str] = field(default_factory=Counter)  # log slots not in the spec
+    # counted items that carry no turn content by design (system prompts, Rasa
+    # bookkeeping events): listed so the summary accounts for them
+    notes: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def n_turns(self) -> int:
+        return len(self.turns)
+
+    def records(self, spec: SpecBundle, *, skip_invalid: bool = False) -> TurnFile:
+        """The turns validated against `spec` exactly as `load_turns` validates a file.
+
+        Line numbers are the lines the turns would have in `sage-tod import`'s
+        output, so an error points at the same place either way.
+        """
+        out = TurnFile(records=[])
+        seen: dict[tuple[str, str], int] = {}
+        for n, obj in enumerate(self.turns, start=1):
+            try:
+                rec = parse_turn(obj, spec, self.path, n)
+                k = (rec.turn.dialogue_id, str(rec.turn.turn_id))
+                if k in seen:
+                    raise InputError(self.path, f"duplicate turn {k[0]}:{k[1]} (first on "
+                                     f"turn {seen[k]})", line=n, field="turn_id")
+                seen[k] = n
+                out.records.append(rec)
+            except InputError as exc:
+                if not skip_invalid:
+                    raise
+                out.skipped.append(exc.problem)
+        if not self.turns:
+            raise InputError(self.path, f"no turns in this {self.format} log "
+                             f"({self.summary()})")
+        out.records = with_history(out.records)
+        return out
+
+    def summary(self) -> str:
+        """One line: conversations, turns, skipped items, ignored tools."""
+        parts = [f"{self.conversations} conversation(s)", f"{self.n_turns} turn(s)",
+                 f"{len(self.skipped)} skipped item(s)"]
+        if self.ignored_tools:
+            parts.append(f"{sum(self.ignored_tools.values())} call(s) of "
+                         f"{len(self.ignored_tools)} unmapped tool(s) ignored")
+        if self.ignored_slots:
+            parts.append(f"{sum(self.ignored_slots.values())} value(s) of "
+                         f"{len(self.ignored_slots)} slot(s) not in the spec ignored")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "path": self.path,
+                "conversations": self.conversations, "turns": self.n_turns,
+                "skipped": [{"where": s.where, "reason": s.reason} for s in self.skipped],
+                "ignored_tools": dict(sorted(self.ignored_tools.items())),
+                "ignored_slots": dict(sorted(self.ignored_slots.items())),
+                "notes": dict(sorted(self.notes.items()))}
+
+
+Importer = Callable[..., ImportResult]
+
+FORMATS: Mapping[str, str] = {
+    "openai-chat": "sage_tod.importers.openai_chat:read",
+    "tau-bench": "sage_tod.importers.tau_bench:read",
+    "rasa": "sage_tod.importers.rasa:read",
+    "multiwoz": "sage_tod.importers.corpora:read_multiwoz",
+    "sgd": "sage_tod.importers.corpora:read_sgd",
+    # the MultiWOZ_Evaluation prediction format; its reader is a module of its own
+    "mwzeval": "sage_tod.importers.mwzeval",
+}
+"""Format name -> `module:function` of its importer (`module` alone: see `_mwzeval`)."""
+
+
+class UnknownFormat(KeyError):
+    """A format name that is not in the registry; the message lists the known ones."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(name)
+
+    def __str__(self) -> str:
+        return (f"unknown log format {self.name!r}; available: "
+                + ", ".join(sorted(FORMATS)))
+
+
+def available_formats() -> list[str]:
+    return sorted(FORMATS)
+
+
+def get_importer(name: str) -> Importer:
+    """The importer function of a format, imported on first use."""
+    target = FORMATS.get(name)
+    if target is None:
+        raise UnknownFormat(name)
+    if ":" not in target:
+        return _module_adapter(name, target)
+    mod_name, fn_name = target.split(":", 1)
+    return cast(Importer, getattr(importlib.import_module(mod_name), fn_name))
+
+
+def _module_adapter(name: str, module: str) -> Importer:
+    """A format whose reader lives in a module this package does not own (mwzeval)."""
+
+    def read(path: str | Path, spec: SpecBundle, **opts: Any) -> ImportResult:
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            raise InputError(path, f"format {name!r} needs module {module}, which this "
+                             "installation does not have") from None
+        reader = getattr(mod, "read_mwzeval", None)
+        if reader is None:
+            raise InputError(path, f"format {name!r}: module {module} has no read_mwzeval()")
+        turns, counts = reader(path, opts.get("corpus"), spec, unknown_slots="drop")
+        res = ImportResult(format=name, path=str(path), turns=list(turns))
+        res.conversations = int(getattr(counts, "dialogues", 0))
+        outside = int(getattr(counts, "outside_workflows", 0))
+        if outside:
+            res.skipped.append(Skipped("system turns", f"{outside} turn(s) outside the "
+                                       "spec's workflows"))
+        for slot, n in sorted(getattr(counts, "dropped_slots", {}).items()):
+            res.skipped.append(Skipped(f"slot {slot}", f"{n} value(s) of a slot the spec "
+                                       "lacks"))
+        return res
+
+    return read
+
+
+def import_file(format: str, path: str | Path, spec: SpecBundle, **opts: Any) -> ImportResult:
+    """Read the log `path` of format `format` into turns for `spec`.
+
+    Options are format-specific (docs/logs.md); `workflow=ID` fixes the
+    workflow of every conversation where the format would otherwise infer it.
+    Raises `UnknownFormat` for a format name not in `FORMATS` and `InputError`
+    for bad input.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(p, "file not found")
+    wf = opts.get("workflow")
+    if wf is not None and spec.workflow(wf) is None:
+        raise InputError("--workflow", f"unknown workflow id {wf!r} (spec has: "
+                         + ", ".join(sorted(spec.workflows)) + ")")
+    return get_importer(format)(p, spec, **opts)

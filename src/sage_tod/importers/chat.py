@@ -1,0 +1,340 @@
+"""Chat logs with tool calls -> turns: the core shared by `openai-chat` and `tau-bench`.
+
+A turn is one user message and everything the assistant did until the next
+user message: its text (a_t, the non-empty assistant contents joined by a
+newline) and its tool calls. Assistant text before the first user message (a
+greeting) becomes a history entry with an empty user side, so it is still seen.
+System messages carry no turn content; they are counted, not read.
+
+The workflow state is not in the log; it is in the arguments the agent passes
+to its tools. The spec's `tools` mapping (docs/formats.md) says which
+arguments fill which slots: s_t is s_{t-1} plus the mapped arguments of every
+successful *writing* call of turn t (a read-only call fills nothing). A call
+fails when its tool result says so (τ²-bench `error: true`, or a result text
+that starts with "Error"); a failed call changed nothing in the backend, so it
+writes nothing and confirms nothing. A successful call of a `confirms` tool in
+turn t makes `agent_acts.confirm` true for that turn (the requests of a_t are
+then the ones text detection finds, since declared acts replace detection).
+Tools that no workflow of the spec maps are counted in `ignored_tools`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sage_tod.compiler.detect import detect_requests
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle, Workflow
+from sage_tod.contracts.turns import Turn
+from sage_tod.importers.base import ImportResult, TurnDict
+
+ROLES = ("user", "assistant", "tool", "system")
+_ROLE_ALIASES = {"developer": "system"}
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call of the assistant, arguments parsed."""
+
+    name: str
+    args: Mapping[str, Any]
+    id: str | None
+
+
+@dataclass
+class Message:
+    """A chat message, normalised across the OpenAI and τ²-bench shapes."""
+
+    role: str
+    text: str
+    index: int
+    calls: list[Call] = field(default_factory=list)
+    call_id: str | None = None  # tool messages: the call they answer
+    error: bool | None = None  # tool messages: τ²-bench's explicit error flag
+
+
+def _text(content: Any, path: str | Path, line: int | None, loc: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts
+        parts = []
+        for j, part in enumerate(content):
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, dict) and part.get("type") not in (None, "text"):
+                continue  # an image or audio part has no text to read
+            else:
+                raise InputError(path, "a content part must be a string or {type, text}",
+                                 line=line, field=f"{loc}.content[{j}]")
+        return "\n".join(p for p in parts if p)
+    raise InputError(path, f"content must be a string, a list of parts or null, got "
+                     f"{type(content).__name__}", line=line, field=f"{loc}.content")
+
+
+def _call(raw: Any, path: str | Path, line: int | None, loc: str) -> Call:
+    if not isinstance(raw, dict):
+        raise InputError(path, "a tool call must be an object", line=line, field=loc)
+    fn = raw.get("function")
+    if isinstance(fn, dict):  # OpenAI: {id, type, function: {name, arguments: "<json>"}}
+        name, args, aloc = fn.get("name"), fn.get("arguments"), f"{loc}.function"
+    else:  # τ²-bench: {id, name, arguments: {...}}
+        name, args, aloc = raw.get("name"), raw.get("arguments"), loc
+    if not isinstance(name, str) or not name:
+        raise InputError(path, "missing tool name", line=line, field=f"{aloc}.name")
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise InputError(path, f"arguments of tool {name!r} are not JSON: {exc.msg} "
+                             f"(column {exc.colno})", line=line,
+                             field=f"{aloc}.arguments") from None
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise InputError(path, f"arguments of tool {name!r} must be a JSON object, got "
+                         f"{type(args).__name__}", line=line, field=f"{aloc}.arguments")
+    cid = raw.get("id")
+    return Call(name, args, cid if isinstance(cid, str) else None)
+
+
+def parse_messages(raw: Any, path: str | Path, line: int | None, loc: str) -> list[Message]:
+    """Validate and normalise a message list; errors name the message index."""
+    if not isinstance(raw, list):
+        raise InputError(path, "messages must be a list", line=line, field=loc)
+    out: list[Message] = []
+    for i, m in enumerate(raw):
+        mloc = f"{loc}[{i}]"
+        if not isinstance(m, dict):
+            raise InputError(path, "a message must be an object", line=line, field=mloc)
+        if "role" not in m:
+            raise InputError(path, "missing field 'role'", line=line, field=f"{mloc}.role")
+        role = _ROLE_ALIASES.get(m["role"], m["role"])
+        if role not in ROLES:
+            raise InputError(path, f"unknown role {m['role']!r} (expected one of "
+                             f"{', '.join(ROLES)})", line=line, field=f"{mloc}.role")
+        msg = Message(role, _text(m.get("content"), path, line, mloc), i)
+        if role == "assistant":
+            calls = m.get("tool_calls") or []
+            if not isinstance(calls, list):
+                raise InputError(path, "tool_calls must be a list", line=line,
+                                 field=f"{mloc}.tool_calls")
+            msg.calls = [_call(c, path, line, f"{mloc}.tool_calls[{j}]")
+                         for j, c in enumerate(calls)]
+        elif role == "tool":
+            cid = m.get("tool_call_id", m.get("id"))
+            msg.call_id = cid if isinstance(cid, str) else None
+            err = m.get("error")
+            msg.error = err if isinstance(err, bool) else None
+        out.append(msg)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# tool arguments -> slot values
+
+
+def extract(args: Any, dotted: str) -> list[Any]:
+    """Values at a dotted path: `origin`, `flights.0.date`, `passengers.*.first_name`."""
+    nodes: list[Any] = [args]
+    for part in dotted.split("."):
+        nxt: list[Any] = []
+        for n in nodes:
+            if part == "*" and isinstance(n, list):
+                nxt.extend(n)
+            elif isinstance(n, dict) and part in n:
+                nxt.append(n[part])
+            elif isinstance(n, list) and part.isdigit() and int(part) < len(n):
+                nxt.append(n[int(part)])
+        nodes = nxt
+    return [n for n in nodes if n is not None]
+
+
+def as_value(values: Sequence[Any]) -> str | None:
+    """A slot value string: scalars as written, several joined with ', '."""
+    parts: list[str] = []
+    for v in values:
+        if isinstance(v, bool):
+            parts.append("true" if v else "false")
+        elif isinstance(v, str | int | float):
+            parts.append(str(v))
+        else:
+            parts.append(json.dumps(v, sort_keys=True, ensure_ascii=False,
+                                    separators=(",", ":")))
+    parts = [p for p in parts if p.strip()]
+    return ", ".join(parts) if parts else None
+
+
+def mapped_values(wf: Workflow, call: Call) -> dict[str, str]:
+    """slot -> value for the arguments of `call` that the workflow's mapping names."""
+    ts = wf.tools.get(call.name)
+    out: dict[str, str] = {}
+    if ts is None:
+        return out
+    for arg, slot in ts.args.items():
+        v = as_value(extract(call.args, arg))
+        if v is not None:
+            out[slot] = v
+    return out
+
+
+def _failed(result: Message | None) -> bool:
+    if result is None:
+        return False  # no result logged: nothing says the call failed
+    if result.error is not None:
+        return result.error
+    return result.text.lstrip().lower().startswith("error")
+
+
+def _mapped_anywhere(spec: SpecBundle, tool: str) -> bool:
+    return any(tool in wf.tools for wf in spec.workflows.values())
+
+
+def choose_workflow(spec: SpecBundle, msgs: Sequence[Message], fixed: str | None
+                    ) -> tuple[Workflow, str]:
+    """The conversation's workflow and the rule that chose it.
+
+    `fixed` (the --workflow option) wins; a one-workflow spec needs no choice;
+    otherwise the workflow whose `confirms` tool the agent called first (the
+    task it carried out), else the workflow that maps the first writing call,
+    else the spec's first workflow. Failed calls count too: the agent tried.
+    """
+    if fixed is not None:
+        return spec.workflows[fixed], "option"
+    wfs = list(spec.workflows.values())
+    if len(wfs) == 1:
+        return wfs[0], "only_workflow"
+    calls = [c for m in msgs for c in m.calls]
+    for want, rule in (("confirms", "first_confirm"), ("writes", "first_write")):
+        for c in calls:
+            for wf in wfs:
+                ts = wf.tools.get(c.name)
+                if ts is not None and getattr(ts, want):
+                    return wf, f"{rule}:{c.name}"
+    return wfs[0], "first_in_spec"
+
+
+# ---------------------------------------------------------------------------------------------
+# messages -> turns
+
+
+@dataclass
+class _Open:
+    user: str
+    agent: list[str] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    confirm: bool = False
+    first: int = 0
+    results: list[dict[str, str]] = field(default_factory=list)  # shown tool results
+
+
+def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: str,
+                       result: ImportResult, *, workflow: str | None = None,
+                       meta: Mapping[str, Any] | None = None,
+                       tool_results: bool = False) -> list[TurnDict]:
+    """Turns of one conversation; tallies system messages and ignored tools in `result`.
+
+    `tool_results` shows the agent's tool results to the evaluator: each result
+    becomes a history entry `{"user": "", "agent": "[tool NAME] RESULT"}`, placed
+    before the entry of the turn it belongs to (and, for turn t itself, at the
+    end of h_<t), so values the agent copied from a result have support.
+    """
+    results = {m.call_id: m for m in msgs if m.role == "tool" and m.call_id is not None}
+    wf, rule = choose_workflow(spec, msgs, workflow)
+    history: list[dict[str, str]] = []
+    state: dict[str, str] = {}
+    turns: list[TurnDict] = []
+    cur: _Open | None = None
+    lead: list[str] = []  # assistant text before the first user message
+
+    def close(t: _Open, before: dict[str, str]) -> None:
+        agent = "\n".join(a for a in t.agent if a.strip())
+        turn: TurnDict = {
+            "dialogue_id": dialogue_id, "turn_id": len(turns), "workflow": wf.id,
+            "user": t.user, "agent": agent, "state_before": dict(sorted(before.items())),
+            "state_after": dict(sorted(state.items())),
+            "history": [dict(h) for h in history] + [dict(r) for r in t.results],
+        }
+        if t.confirm:
+            probe = Turn.model_validate({k: turn[k] for k in (
+                "dialogue_id", "turn_id", "workflow", "user", "agent", "state_before",
+                "state_after")})
+            asked = [r.candidates[0] for r in detect_requests(probe, wf)
+                     if len(r.candidates) == 1]
+            turn["agent_acts"] = {"request": list(dict.fromkeys(asked)), "confirm": True,
+                                  "inform": {}}
+        turn["meta"] = {**(meta or {}), "workflow_rule": rule, "first_message": t.first,
+                        "tool_calls": t.calls}
+        turns.append(turn)
+        history.extend(t.results)
+        history.append({"user": t.user, "agent": agent})
+
+    before: dict[str, str] = {}
+    for m in msgs:
+        if m.role == "system":
+            result.notes["system message (not part of a turn)"] += 1
+            continue
+        if m.role == "user":
+            if cur is not None:
+                close(cur, before)
+            elif lead:
+                history.append({"user": "", "agent": "\n".join(lead)})
+                lead = []
+            before = dict(state)
+            cur = _Open(m.text, first=m.index)
+            continue
+        if m.role == "tool":
+            continue  # read through `results` when its call is processed
+        # assistant
+        if cur is None:
+            if m.text.strip():
+                lead.append(m.text)
+            for c in m.calls:
+                result.notes["tool call before the first user message"] += 1
+                _apply(c, wf, spec, results, state, result, None)
+            continue
+        if m.text.strip():
+            cur.agent.append(m.text)
+        for c in m.calls:
+            rec = _apply(c, wf, spec, results, state, result, cur)
+            cur.calls.append(rec)
+            shown = results.get(c.id) if c.id is not None else None
+            if tool_results and shown is not None and shown.text.strip():
+                cur.results.append({"user": "", "agent": f"[tool {c.name}] {shown.text}"})
+    if cur is not None:
+        close(cur, before)
+    elif lead:
+        result.notes["assistant message with no user message after it"] += len(lead)
+    return turns
+
+
+def _apply(c: Call, wf: Workflow, spec: SpecBundle, results: Mapping[str, Message],
+           state: dict[str, str], result: ImportResult, cur: _Open | None) -> dict[str, Any]:
+    failed = c.id is not None and _failed(results.get(c.id))
+    rec: dict[str, Any] = {"name": c.name, "ok": not failed}
+    ts = wf.tools.get(c.name)
+    if ts is None:
+        if not _mapped_anywhere(spec, c.name):
+            result.ignored_tools[c.name] += 1
+            rec["mapped"] = False
+        else:
+            rec["mapped"] = "other_workflow"
+        return rec
+    rec["mapped"] = True
+    if failed:
+        return rec
+    if ts.writes:
+        vals = mapped_values(wf, c)
+        state.update(vals)
+        if vals:
+            rec["wrote"] = sorted(vals)
+    if ts.confirms and cur is not None:
+        cur.confirm = True
+    return rec

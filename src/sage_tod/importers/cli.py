@@ -1,0 +1,113 @@
+"""`sage-tod import` and the `evaluate --format` input path.
+
+Both read a log through `import_file`; `import` writes the turns as JSONL,
+`evaluate --format` validates them in memory the same way `load_turns`
+validates a file, so evaluating a log directly and evaluating its import give
+the same verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle, load_spec
+from sage_tod.contracts.turns import TurnFile
+from sage_tod.importers.base import ImportResult, UnknownFormat, available_formats, import_file
+from sage_tod.outputs.console import err, out
+
+_MAX_LISTED = 10
+
+
+def _opts(workflow: str | None, corpus: Path | None, tool_results: bool = False
+          ) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    if tool_results:
+        opts["tool_results"] = True
+    if workflow is not None:
+        opts["workflow"] = workflow
+    if corpus is not None:
+        opts["corpus"] = corpus
+    return opts
+
+
+def read_log(fmt: str, path: Path, spec: SpecBundle, **opts: Any) -> ImportResult:
+    """`import_file`, with an unknown format reported as bad input (exit status 2)."""
+    try:
+        return import_file(fmt, path, spec, **opts)
+    except UnknownFormat as exc:
+        raise InputError("--format", str(exc)) from None
+
+
+def report(res: ImportResult) -> None:
+    """The import summary on stderr: counts, then each skipped item and ignored tool once."""
+    err.print(f"{res.format} {res.path}: {res.summary()}", highlight=False, markup=False)
+    for s in res.skipped[:_MAX_LISTED]:
+        err.print(f"  skipped {s}", highlight=False, markup=False)
+    if len(res.skipped) > _MAX_LISTED:
+        err.print(f"  ... and {len(res.skipped) - _MAX_LISTED} more skipped item(s)",
+                  highlight=False, markup=False)
+    for name, n in sorted(res.ignored_tools.items()):
+        err.print(f"  ignored tool {name!r} ({n} call(s)): not in the spec's tools mapping",
+                  highlight=False, markup=False)
+    for name, n in sorted(res.ignored_slots.items()):
+        err.print(f"  ignored slot {name!r} ({n} value(s)): not a slot of the workflow",
+                  highlight=False, markup=False)
+    for what, n in sorted(res.notes.items()):
+        err.print(f"  note: {n} {what}", highlight=False, markup=False)
+
+
+def load_log(spec_path: Path, log: Path, fmt: str, skip_invalid: bool,
+             workflow: str | None = None) -> tuple[SpecBundle, TurnFile]:
+    """The `evaluate --format` input: the log's turns, validated as a turns file would be."""
+    bundle = load_spec(spec_path)
+    res = read_log(fmt, log, bundle, **_opts(workflow, None))
+    report(res)
+    tf = res.records(bundle, skip_invalid=skip_invalid)
+    for prob in tf.skipped:
+        err.print(f"[yellow]skipped:[/] {prob}", highlight=False)
+    return bundle, tf
+
+
+def import_cmd(
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="log format: "
+                                       + ", ".join(available_formats()))],
+    log: Annotated[Path, typer.Argument(metavar="IN", help="the log file")],
+    spec: Annotated[Path, typer.Option(help="workflow spec (YAML or JSON), with the "
+                                            "tools mapping for tool-calling logs")],
+    out_path: Annotated[Path, typer.Option("--out", help="turns JSONL to write")],
+    workflow: Annotated[str | None, typer.Option(
+        help="workflow id of every conversation (default: inferred, docs/logs.md)")] = None,
+    corpus: Annotated[Path | None, typer.Option(
+        help="mwzeval only: the MultiWOZ dialogues the predictions were made on")] = None,
+    tool_results: Annotated[bool, typer.Option(
+        help="openai-chat, tau-bench: show tool results to the evaluator as history "
+             "entries (docs/logs.md)")] = False,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing --out file")] = False,
+) -> None:
+    """Convert an agent's log into turns JSONL; prints what was read, skipped and ignored."""
+    try:
+        bundle = load_spec(spec)
+        if out_path.exists() and not overwrite:
+            raise InputError(out_path, "exists; pass --overwrite to replace it")
+        res = read_log(fmt, log, bundle, **_opts(workflow, corpus, tool_results))
+        res.records(bundle)  # the output must be a valid turns file for this spec
+    except InputError as exc:
+        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from None
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with out_path.open("w", encoding="utf-8", newline="\n") as fh:
+        for t in res.turns:
+            fh.write(json.dumps(t, sort_keys=True, ensure_ascii=False) + "\n")
+    report(res)
+    out.print(f"wrote {res.n_turns} turn(s) of {res.conversations} conversation(s) to "
+              f"{out_path} ({len(res.skipped)} skipped item(s))", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `sage-tod import` to the command line."""
+    app.command("import")(import_cmd)

@@ -1,0 +1,58 @@
+"""`openai-chat`: conversations logged as OpenAI chat-completion messages.
+
+One conversation per record: a JSON file holding one record or a list of them,
+or JSONL with one record per line. A record is `{"messages": [...]}` (an id in
+`id`, `conversation_id` or `dialogue_id`, else `FILE-INDEX`; an optional
+`metadata`/`meta` object is carried into each turn's `meta`), or a bare list of
+messages. Roles are `system` (or `developer`), `user`, `assistant` and `tool`;
+assistant `tool_calls[].function.arguments` is a JSON *string*, as the API
+returns it. Turns and state: `sage_tod.importers.chat`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle
+from sage_tod.importers.base import ImportResult, Skipped
+from sage_tod.importers.chat import conversation_turns, parse_messages
+from sage_tod.importers.records import iter_records, read_document
+
+_ID_KEYS = ("id", "conversation_id", "dialogue_id")
+
+
+def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
+         tool_results: bool = False, **_: Any) -> ImportResult:
+    res = ImportResult(format="openai-chat", path=str(path))
+    top = None
+    if path.suffix.lower() == ".json":
+        top = read_document(path)
+        if isinstance(top, list) and top and all(isinstance(m, dict) and "role" in m
+                                                for m in top):
+            top = [{"messages": top}]  # one conversation written as a bare message list
+    for rec in iter_records(path, top):
+        obj = rec.obj
+        if isinstance(obj, list):
+            obj = {"messages": obj}
+        if not isinstance(obj, dict):
+            raise InputError(path, "a conversation record must be an object with "
+                             "'messages'", line=rec.line, field=rec.loc or None)
+        if "messages" not in obj:
+            raise InputError(path, "missing field 'messages'", line=rec.line,
+                             field=rec.field("messages"))
+        msgs = parse_messages(obj["messages"], path, rec.line, rec.field("messages"))
+        did = next((str(obj[k]) for k in _ID_KEYS if isinstance(obj.get(k), str | int)),
+                   f"{path.stem}-{rec.index}")
+        extra = obj.get("metadata", obj.get("meta"))
+        meta: dict[str, Any] = {"source": "openai-chat", "record": rec.where}
+        if isinstance(extra, dict):
+            meta["log"] = extra
+        turns = conversation_turns(msgs, spec, did, res, workflow=workflow, meta=meta,
+                                   tool_results=tool_results)
+        res.conversations += 1
+        if not turns:
+            res.skipped.append(Skipped(f"{rec.where} ({did})", "no user message"))
+        res.turns.extend(turns)
+    return res

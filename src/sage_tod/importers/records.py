@@ -1,0 +1,89 @@
+"""Reading a log file as records: a JSON document or JSONL, with record locations.
+
+Every importer reports errors by record; this module decides what a record is
+and how to name it: in JSONL the line number, in a JSON list the index
+(`field '[3].messages[5].role'`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sage_tod.contracts.errors import InputError
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record of a log file and where it is."""
+
+    obj: Any
+    index: int  # 0-based position in the file
+    line: int | None  # JSONL line number
+    loc: str  # field prefix for errors: "" (JSONL) or "[3]" (JSON list)
+
+    @property
+    def where(self) -> str:
+        return f"line {self.line}" if self.line is not None else f"record {self.index}"
+
+    def field(self, name: str) -> str:
+        return f"{self.loc}.{name}" if self.loc else name
+
+
+def read_document(path: Path) -> Any:
+    """The parsed JSON of `path` (not JSONL)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(path, "file is not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read file: {exc}") from None
+    if not text.strip():
+        raise InputError(path, "file is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"malformed JSON: {exc.msg} (column {exc.colno})",
+                         line=exc.lineno) from None
+
+
+def is_jsonl(path: Path) -> bool:
+    return path.suffix.lower() in (".jsonl", ".ndjson")
+
+
+def iter_records(path: Path, top: Any | None = None) -> Iterator[Record]:
+    """Records of a JSONL file (one per line) or of a JSON list (one per item).
+
+    A JSON document that is not a list is one record. `top` is the already
+    parsed document, when the caller had to look at it first.
+    """
+    if is_jsonl(path) and top is None:
+        try:
+            fh = path.open(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(path, f"cannot read file: {exc}") from None
+        with fh:
+            idx = 0
+            try:
+                for n, raw in enumerate(fh, start=1):
+                    if not raw.strip():
+                        continue
+                    try:
+                        obj = json.loads(raw)
+                    except json.JSONDecodeError as exc:
+                        raise InputError(path, f"malformed JSON: {exc.msg} (column "
+                                         f"{exc.colno})", line=n) from None
+                    yield Record(obj, idx, n, "")
+                    idx += 1
+            except UnicodeDecodeError:
+                raise InputError(path, "file is not UTF-8 text") from None
+        return
+    doc = read_document(path) if top is None else top
+    if isinstance(doc, list):
+        for i, obj in enumerate(doc):
+            yield Record(obj, i, None, f"[{i}]")
+    else:
+        yield Record(doc, 0, None, "")
