@@ -11,6 +11,7 @@ import pytest
 from sage_tod.compiler.diff import state_diff
 from sage_tod.contracts.spec import load_spec, parse_spec
 from sage_tod.contracts.turns import parse_turn
+from sage_tod.importers import multiwoz_dialogues as mwd
 from sage_tod.lab.datasets import multiwoz
 from sage_tod.lab.datasets.paths import ENV_VAR, DataMissing, data_root, require
 
@@ -63,25 +64,25 @@ def test_metadata_key_mapping_and_unset() -> None:
     names = frozenset({"taxi-leaveat", "hotel-bookpeople", "hotel-name"})
     md = {"taxi": {"semi": {"leaveAt": "17:15", "arriveBy": ""}, "book": {"booked": []}},
           "hotel": {"semi": {"name": "not mentioned"}, "book": {"booked": [], "people": "2"}}}
-    assert multiwoz.flat_state(md, names) == {"hotel-bookpeople": "2", "taxi-leaveat": "17:15"}
+    assert mwd.flat_state(md, names) == {"hotel-bookpeople": "2", "taxi-leaveat": "17:15"}
 
 
 def test_act_slot_mapping_depends_on_domain() -> None:
     names = frozenset({"train-day", "hotel-bookday", "train-bookpeople"})
-    assert multiwoz.act_slot("train", "Day", names) == "train-day"
-    assert multiwoz.act_slot("hotel", "Day", names) == "hotel-bookday"
-    assert multiwoz.act_slot("train", "People", names) == "train-bookpeople"
-    assert multiwoz.act_slot("train", "Ref", names) is None
+    assert mwd.act_slot("train", "Day", names) == "train-day"
+    assert mwd.act_slot("hotel", "Day", names) == "hotel-bookday"
+    assert mwd.act_slot("train", "People", names) == "train-bookpeople"
+    assert mwd.act_slot("train", "Ref", names) is None
 
 
 def test_turn_domain_rules() -> None:
-    assert multiwoz.turn_domain({"Taxi-Inform": [["Dest", "x"]], "general-thank": [["none",
+    assert mwd.turn_domain({"Taxi-Inform": [["Dest", "x"]], "general-thank": [["none",
                                 "none"]]}, {}, {}, {}, None) == ("taxi", "user_acts")
-    assert multiwoz.turn_domain({}, {"Train-Request": [["Day", "?"]]}, {}, {},
+    assert mwd.turn_domain({}, {"Train-Request": [["Day", "?"]]}, {}, {},
                                 "hotel") == ("train", "system_acts")
-    assert multiwoz.turn_domain({}, {}, {}, {"hotel-area": "north"}, None) == (
+    assert mwd.turn_domain({}, {}, {}, {"hotel-area": "north"}, None) == (
         "hotel", "state_change")
-    assert multiwoz.turn_domain({}, {}, {}, {}, "taxi") == ("taxi", "previous_turn")
+    assert mwd.turn_domain({}, {}, {}, {}, "taxi") == ("taxi", "previous_turn")
 
 
 def test_every_turn_validates_against_the_compiled_spec(tmp_path: Path) -> None:
@@ -177,7 +178,7 @@ def test_real_validation_split_counts() -> None:
 
 
 def test_a_train_booking_confirms_only_the_train_workflow() -> None:
-    from sage_tod.lab.datasets.multiwoz import _agent_acts
+    from sage_tod.importers.multiwoz_dialogues import _agent_acts
 
     acts = {"Train-OfferBooked": [["Ref", "X1"]], "Hotel-Inform": [["Area", "east"]]}
     names = frozenset({"hotel-area", "train-day"})

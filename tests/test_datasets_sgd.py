@@ -10,6 +10,7 @@ import pytest
 from sage_tod.compiler.diff import state_diff
 from sage_tod.contracts.spec import parse_spec
 from sage_tod.contracts.turns import parse_turn
+from sage_tod.importers import sgd_dialogues
 from sage_tod.lab.datasets import sgd
 from sage_tod.lab.datasets.paths import DataMissing
 
@@ -49,8 +50,8 @@ def test_requests_and_notify_success() -> None:
 
 def test_state_keeps_a_value_still_listed() -> None:
     prev = {"time": "afternoon 12"}
-    assert sgd._stable_state({"time": ["12 pm", "afternoon 12"]}, prev) == prev
-    assert sgd._stable_state({"time": ["12 pm"]}, prev) == {"time": "12 pm"}
+    assert sgd_dialogues._stable_state({"time": ["12 pm", "afternoon 12"]}, prev) == prev
+    assert sgd_dialogues._stable_state({"time": ["12 pm"]}, prev) == {"time": "12 pm"}
 
 
 def test_spec_buckets_and_types() -> None:

@@ -22,6 +22,8 @@ from rich.text import Text
 
 from sage_tod import demo as demo_data
 from sage_tod.cli.data import slices_app, specs_export
+from sage_tod.cli.importers import load_log
+from sage_tod.cli.importers import register as register_import
 from sage_tod.cli.llm import llm_app
 from sage_tod.cli.models import calibrate as nli_calibrate
 from sage_tod.cli.models import models_app
@@ -38,8 +40,6 @@ from sage_tod.contracts.verdicts import (
 )
 from sage_tod.evaluation.configs import config_names, get_config
 from sage_tod.evaluation.evaluator import Evaluator
-from sage_tod.importers.cli import load_log
-from sage_tod.importers.cli import register as register_import
 from sage_tod.outputs.console import err, out
 from sage_tod.outputs.render import explain as render_explain
 from sage_tod.outputs.render import score_table, summary_table, verdict_table

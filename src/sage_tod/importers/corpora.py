@@ -2,8 +2,8 @@
 
 Research systems often emit their output as MultiWOZ or SGD dialogue files
 (generated dialogues, a user simulator's runs). These formats are read with
-the corpus loaders (`sage_tod.datasets.multiwoz.dialogue_turns`,
-`sage_tod.datasets.sgd.dialogue_turns`); this module only supplies what those
+the corpus loaders (`sage_tod.importers.multiwoz_dialogues.dialogue_turns`,
+`sage_tod.importers.sgd_dialogues.dialogue_turns`); this module only supplies what those
 loaders take from the corpus schema — here from the user's spec — and accounts
 for what they leave out:
 
@@ -26,14 +26,15 @@ from typing import Any
 
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle
+from sage_tod.importers import multiwoz_dialogues as multiwoz
+from sage_tod.importers import sgd_dialogues as sgd
 from sage_tod.importers.base import ImportResult, Skipped, TurnDict
 from sage_tod.importers.records import read_document
-from sage_tod.lab.datasets import multiwoz, sgd
 
 
 def _read_json(path: Path) -> Any:
     if path.suffix == ".gz":
-        from sage_tod.lab.datasets.common import read_json
+        from sage_tod.importers.records import read_json
 
         try:
             return read_json(path)
@@ -71,7 +72,7 @@ def read_multiwoz(path: Path, spec: SpecBundle, **_: Any) -> ImportResult:
         raise InputError(path, "the spec has no MultiWOZ domain workflow (taxi, hotel, "
                          "restaurant, train, attraction); use `sage-tod specs export "
                          "multiwoz`")
-    ctx = multiwoz._Ctx(frozenset(s for v in wf_slots.values() for s in v), wf_slots)
+    ctx = multiwoz.MultiwozSlots(frozenset(s for v in wf_slots.values() for s in v), wf_slots)
     for did in sorted(data):
         dlg = data[did]
         name = did.removesuffix(".json")

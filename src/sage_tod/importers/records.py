@@ -7,8 +7,9 @@ and how to name it: in JSONL the line number, in a JSON list the index
 
 from __future__ import annotations
 
+import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,3 +88,31 @@ def iter_records(path: Path, top: Any | None = None) -> Iterator[Record]:
             yield Record(obj, i, None, f"[{i}]")
     else:
         yield Record(doc, 0, None, "")
+
+
+def read_json(path: Path) -> Any:
+    """Read JSON or gzip-compressed JSON (`*.gz`)."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return json.load(fh)
+    with path.open(encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def token_char_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the space-separated tokens of `text` (ConvLab tokenisation)."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for tok in text.split(" "):
+        if tok:
+            spans.append((pos, pos + len(tok)))
+        pos += len(tok) + 1
+    return spans
+
+
+def dedupe(items: Iterable[str]) -> list[str]:
+    """Unique items in first-seen order."""
+    seen: dict[str, None] = {}
+    for it in items:
+        seen.setdefault(it, None)
+    return list(seen)
