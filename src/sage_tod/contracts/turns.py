@@ -8,7 +8,7 @@ accident: scoring joins verdicts to gold by (dialogue_id, turn_id).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -248,11 +248,22 @@ def load_turns(path: str | Path, spec: SpecBundle, *, skip_invalid: bool = False
     The first problem raises `InputError` unless `skip_invalid`, in which case
     invalid lines are collected in `TurnFile.skipped` and the rest are kept.
     """
+    return validate_turns(iter_turn_lines(path), spec, path, skip_invalid=skip_invalid)
+
+
+def validate_turns(items: Iterable[tuple[int, Any | InputError]], spec: SpecBundle,
+                   path: str | Path, *, skip_invalid: bool = False,
+                   empty: str = "file is empty: no turns") -> TurnFile:
+    """Numbered turn objects (a file's lines, an importer's turns) -> a `TurnFile`.
+
+    The one place turns are checked against a spec and for duplicate ids, so a
+    turns file and an imported log are held to the same rules.
+    """
     out = TurnFile(records=[])
     seen: dict[tuple[str, str], int] = {}
-    any_line = False
-    for n, item in iter_turn_lines(path):
-        any_line = True
+    any_item = False
+    for n, item in items:
+        any_item = True
         try:
             if isinstance(item, InputError):
                 raise item
@@ -267,8 +278,8 @@ def load_turns(path: str | Path, spec: SpecBundle, *, skip_invalid: bool = False
             if not skip_invalid:
                 raise
             out.skipped.append(exc.problem)
-    if not any_line:
-        raise InputError(path, "file is empty: no turns")
+    if not any_item:
+        raise InputError(path, empty)
     out.records = with_history(out.records)
     return out
 

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle
-from sage_tod.contracts.turns import TurnFile, parse_turn, with_history
+from sage_tod.contracts.turns import TurnFile, validate_turns
 
 TurnDict = dict[str, Any]
 """One turn in the public turns-JSONL shape (with `meta`)."""
@@ -67,26 +67,9 @@ class ImportResult:
         Line numbers are the lines the turns would have in `sage-tod import`'s
         output, so an error points at the same place either way.
         """
-        out = TurnFile(records=[])
-        seen: dict[tuple[str, str], int] = {}
-        for n, obj in enumerate(self.turns, start=1):
-            try:
-                rec = parse_turn(obj, spec, self.path, n)
-                k = (rec.turn.dialogue_id, str(rec.turn.turn_id))
-                if k in seen:
-                    raise InputError(self.path, f"duplicate turn {k[0]}:{k[1]} (first on "
-                                     f"turn {seen[k]})", line=n, field="turn_id")
-                seen[k] = n
-                out.records.append(rec)
-            except InputError as exc:
-                if not skip_invalid:
-                    raise
-                out.skipped.append(exc.problem)
-        if not self.turns:
-            raise InputError(self.path, f"no turns in this {self.format} log "
-                             f"({self.summary()})")
-        out.records = with_history(out.records)
-        return out
+        return validate_turns(enumerate(self.turns, start=1), spec, self.path,
+                              skip_invalid=skip_invalid,
+                              empty=f"no turns in this {self.format} log ({self.summary()})")
 
     def summary(self) -> str:
         """One line: conversations, turns, skipped items, ignored tools."""

@@ -1,16 +1,7 @@
 """Schema-Guided Dialogue (SGD) and SGD-X: loader and workflow specs.
 
-Turns (read by `sage_tod.importers.sgd_dialogues`). SGD annotates the dialogue
-state on user turns, per service frame,
-cumulatively. Turn k pairs user turn 2k (u_t) with system turn 2k+1 (a_t);
-s_t is the user frame's `slot_values`, s_{t-1} the previous state of the
-same service in the dialogue (empty the first time the service appears).
-A slot's value list may hold several spellings; the state keeps the value
-it already had while that value is still listed, otherwise the first one,
-so a re-ordered list is not a state change. The turn's workflow is the
-frame's (service, active_intent), written `Service.Intent`; frames whose
-intent is NONE are skipped. When a user turn has several frames, the one
-whose service the system answers in (else the first with actions) is used.
+Turns are read by `sage_tod.importers.sgd_dialogues` (its docstring says how a
+turn, its states and its workflow are taken from a dialogue).
 
 Specs. One workflow per (service, intent): the workflow's slots are all the
 service's slots (other intents' slots are optional), `required` is the
