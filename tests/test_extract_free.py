@@ -13,9 +13,9 @@ from sage_tod.compiler.extract import EXACT, Extraction, extract_user_values
 from sage_tod.contracts.criteria import Criterion, FailureClass, Outcome
 from sage_tod.contracts.spec import SlotSpec, SpecBundle, parse_spec
 from sage_tod.contracts.turns import Turn, parse_turn
-from sage_tod.text.clock import find_clock_times, time_readings
 from sage_tod.text.dates import date_key, find_dates, same_day
 from sage_tod.text.places import find_places, is_place_slot, same_place
+from sage_tod.text.times import find_times, normalize_time
 from sage_tod.verifiers.base import Item
 from sage_tod.verifiers.symbolic import SymbolicVerifier
 
@@ -343,15 +343,15 @@ def test_unsaid_qualifier_narrows_the_slot(bundle: SpecBundle) -> None:
     ("at 7 please", "7", {"07:00", "19:00"}),
 ])
 def test_clock_times_with_day_parts(text: str, said: str, readings: set[str]) -> None:
-    (s, e, r) = find_clock_times(text)[0]
-    assert text[s:e] == said and set(r) == readings
+    tm = find_times(text)[0]
+    assert text[tm.start:tm.end] == said and set(tm.readings) == readings
 
 
 def test_clock_times_ignore_addresses_and_ordinals() -> None:
-    assert find_clock_times("it is at 11 Peas Hill") == []
-    assert find_clock_times("from 10th of this month") == []
-    assert time_readings("2 in the afternoon") == {"14:00"}
-    assert time_readings("soon") is None
+    assert find_times("it is at 11 Peas Hill") == []
+    assert find_times("from 10th of this month") == []
+    assert normalize_time("2 in the afternoon") == "14:00"
+    assert normalize_time("soon") is None
 
 
 def test_time_held_in_words_is_not_ignored(bundle: SpecBundle) -> None:

@@ -3,15 +3,11 @@ from __future__ import annotations
 import pytest
 
 from sage_tod.contracts.spec import SlotSpec
-from sage_tod.text.match import find_times, find_value
-from sage_tod.text.normalize import (
-    basic,
-    is_unset,
-    normalize_number,
-    normalize_time,
-    normalize_typed,
-    synonym_table,
-)
+from sage_tod.text.keys import normalize_typed
+from sage_tod.text.match import find_value
+from sage_tod.text.normalize import basic, is_unset, synonym_table
+from sage_tod.text.numbers import read_number
+from sage_tod.text.times import find_times, normalize_time
 
 
 def test_case_whitespace_punctuation_and_spelling_variants() -> None:
@@ -35,9 +31,9 @@ def test_non_times_are_rejected(raw: str) -> None:
 
 
 def test_number_words() -> None:
-    assert normalize_number("two") == normalize_number("2") == "2"
-    assert normalize_number("2.0") == "2"
-    assert normalize_number("a few") is None
+    assert read_number("two") == read_number("2") == "2"
+    assert read_number("2.0") == "2"
+    assert read_number("a few") is None
 
 
 def test_typed_normalisation_uses_synonyms_and_dontcare() -> None:
@@ -55,11 +51,11 @@ def test_unset_values() -> None:
 
 
 def test_find_times_readings() -> None:
-    (_s, _e, readings), = find_times("we arrive at 7:30")
-    assert readings == {"07:30", "19:30"}
+    (tm,) = find_times("we arrive at 7:30")
+    assert tm.readings == {"07:30", "19:30"} and tm.relation == "at"
     assert find_times("a table for 7 people") == []
-    assert find_times("half past seven in the evening")[0][2] == {"19:30"}
-    assert find_times("quarter to seven in the morning")[0][2] == {"06:45"}
+    assert find_times("half past seven in the evening")[0].readings == {"19:30"}
+    assert find_times("quarter to seven in the morning")[0].readings == {"06:45"}
 
 
 def test_find_value_spans_point_at_the_text() -> None:

@@ -18,8 +18,8 @@ from sage_tod.compiler.cues import cue_tokens, slot_cues
 from sage_tod.contracts.spec import Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.normalize import basic_tokens, fold, tokens_with_spans
+from sage_tod.text.sentences import sentences
 
-_SENTENCE_RE = re.compile(r"[^.!?]+(?:[.!?]+|$)")
 _REQUEST_OPENERS = re.compile(
     r"^\s*(please\s+(tell|give|provide|let|share|confirm)|could you\s+(tell|give|provide|let|"
     r"share)|can you\s+(tell|give|provide|let|share)|may i (have|ask|get)|can i (have|get|ask)|"
@@ -82,19 +82,6 @@ class Confirmation:
     cue: str
 
 
-def _sentences(text: str) -> list[tuple[int, int, str]]:
-    """Sentences with spans that start and end on visible characters."""
-    out = []
-    for m in _SENTENCE_RE.finditer(text):
-        raw = m.group()
-        if not raw.strip():
-            continue
-        lead = len(raw) - len(raw.lstrip())
-        trail = len(raw) - len(raw.rstrip())
-        out.append((m.start() + lead, m.end() - trail, raw.strip()))
-    return out
-
-
 def _is_request_sentence(sentence: str) -> bool:
     if _OFFER_OPENERS.match(sentence):
         return False
@@ -113,7 +100,8 @@ def detect_requests(turn: Turn, wf: Workflow) -> list[Request]:
         return out
     cues = slot_cues(wf)
     found: list[Request] = []
-    for s, e, sentence in _sentences(text):
+    for sent in sentences(text):
+        s, e, sentence = sent.start, sent.end, sent.text
         if not _is_request_sentence(sentence):
             continue
         folded = fold(sentence)
@@ -156,9 +144,9 @@ def _names_a_value(sentence: str, slot: str, wf: Workflow) -> bool:
 def _cue_span(text: str, slot: str, wf: Workflow) -> tuple[int, int]:
     """Best-effort span in a_t for an act-declared request: the sentence naming the slot."""
     cues = slot_cues(wf)
-    for s, e, sentence in _sentences(text):
-        if slot in cues.slots_for(cue_tokens(sentence)):
-            return s, e
+    for sent in sentences(text):
+        if slot in cues.slots_for(cue_tokens(sent.text)):
+            return sent.start, sent.end
     return 0, len(text)
 
 
@@ -181,7 +169,8 @@ def detect_confirmation(turn: Turn, wf: Workflow) -> Confirmation | None:
 def _confirmation_span(text: str, wf: Workflow) -> tuple[int, int, bool] | None:
     implied: tuple[int, int, bool] | None = None
     cue_tokens = [basic_tokens(c) for c in wf.confirmation_cues]
-    for s, _e, sentence in _sentences(text):
+    for sent in sentences(text):
+        s, sentence = sent.start, sent.text
         if sentence.rstrip().endswith("?"):
             continue
         folded = fold(sentence)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sage_tod.contracts.spec import SpecBundle, Workflow
-from sage_tod.text.normalize import normalize_typed
+from sage_tod.text.keys import normalize_typed
 
 
 @dataclass(frozen=True)

@@ -23,16 +23,14 @@ from typing import Protocol
 from sage_tod.compiler.cues import SlotCues, cue_tokens, domain_words, slot_cues
 from sage_tod.contracts.spec import SlotSpec, SpecBundle, Workflow
 from sage_tod.contracts.turns import Turn
-from sage_tod.text.clock import find_clock_times, time_readings
+from sage_tod.text.booleans import normalize_boolean
 from sage_tod.text.dates import date_key, find_dates, same_day
 from sage_tod.text.match import Found, find_value, is_negated
-from sage_tod.text.normalize import (
-    basic,
-    normalize_boolean,
-    normalize_number,
-    tokens_with_spans,
-)
+from sage_tod.text.normalize import basic, tokens_with_spans
+from sage_tod.text.numbers import number_token
 from sage_tod.text.places import find_places, is_place_slot, name_spans, same_place
+from sage_tod.text.sentences import sentences
+from sage_tod.text.times import find_times, normalize_time
 
 EXTRACTION_FLOOR = 0.5
 EXACT = 0.9
@@ -50,7 +48,6 @@ _SEARCH_QUESTION = re.compile(
 # place it names are constraints of the search
 _WHAT_QUESTION = re.compile(r"^\s*(what'?s|what is|what are|what will|could you tell me|"
                             r"can you tell me)\b", re.IGNORECASE)
-_SENTENCE_RE = re.compile(r"[^.!?]+[.!?]*")
 # values found by their shape rather than by a schema list may sit in a what-question
 _SHAPE_SOURCES = frozenset({"date", "place", "name"})
 # a negation does not reach past a clause boundary ("No, the 8th.", "not Friday, Saturday")
@@ -122,16 +119,15 @@ class Extraction:
 
 
 def _entity_question_spans(text: str) -> list[tuple[int, int]]:
-    return [(m.start(), m.end()) for m in _SENTENCE_RE.finditer(text)
-            if _QUESTION_ABOUT_ENTITY.match(m.group())]
+    return [(s.start, s.end) for s in sentences(text) if _QUESTION_ABOUT_ENTITY.match(s.text)]
 
 
 def _search_question_spans(text: str) -> list[tuple[int, int]]:
     """Questions that search ("is there anything in Phoenix?", "what's the weather on the
     7th?"): the dates, places and names they carry are constraints."""
-    return [(m.start(), m.end()) for m in _SENTENCE_RE.finditer(text)
-            if (_WHAT_QUESTION.match(m.group()) or _SEARCH_QUESTION.match(m.group()))
-            and m.group().rstrip().endswith("?")]
+    return [(s.start, s.end) for s in sentences(text)
+            if (_WHAT_QUESTION.match(s.text) or _SEARCH_QUESTION.match(s.text))
+            and s.text.endswith("?")]
 
 
 def _negated(text: str, start: int) -> bool:
@@ -383,7 +379,7 @@ def _counts(text: str, wf: Workflow, add: _Add, free: _Free) -> None:
     toks = tokens_with_spans(text)
     cues = slot_cues(wf)
     for i, (tok, s, e) in enumerate(toks):
-        n = normalize_number(tok)
+        n = number_token(tok)
         if n is None or not free(s, e):
             continue
         nxt = [t for t, _, _ in toks[i + 1:i + 3]]
@@ -405,7 +401,7 @@ def _counts(text: str, wf: Workflow, add: _Add, free: _Free) -> None:
         if cands:
             add(n, cands, s, e, "number")
         elif (len(number_slots) == 1 and i > 0 and toks[i - 1][0] == "for"
-              and (not nxt or nxt[0] in _AFTER_A_BARE_COUNT or normalize_number(nxt[0]))):
+              and (not nxt or nxt[0] in _AFTER_A_BARE_COUNT or number_token(nxt[0]))):
             # "for 3 days"/"for two nights" count no people, "a table for 4 at 7" does
             # "a table for 4": the only count slot, but no cue word: not exact
             add(n, [number_slots[0].name], s, e, "number", confidence=0.6)
@@ -417,12 +413,13 @@ def _times(turn: Turn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
     if not time_slots:
         return []
     after = turn.after()
-    held = {slot: time_readings(after[slot]) for slot in time_slots if slot in after}
+    held = {slot: normalize_time(after[slot]) for slot in time_slots if slot in after}
     text = turn.user
     recorded: list[tuple[int, int]] = []
-    for s, e, readings in find_clock_times(text):
+    for tm in find_times(text):
+        s, e, readings = tm.start, tm.end, tm.readings
         # s_t has this time in some time slot, in any spelling ("2 in the afternoon")
-        if any(r is not None and r & readings for r in held.values()):
+        if any(r is not None and r in readings for r in held.values()):
             recorded.append((s, e))
             continue
         cands = _disambiguate(text, s, list(time_slots), wf)

@@ -26,7 +26,8 @@ from sage_tod.contracts.predicate import (
     parse_predicate,
     render,
 )
-from sage_tod.text.normalize import is_unset, normalize_typed, synonym_table
+from sage_tod.text.keys import normalize_typed
+from sage_tod.text.normalize import is_unset, synonym_table
 
 SlotType = Literal["categorical", "free", "number", "time", "date", "boolean"]
 

@@ -39,8 +39,9 @@ from sage_tod.compiler.detect import detect_confirmation, detect_requests
 from sage_tod.contracts.criteria import ClassName
 from sage_tod.contracts.spec import SlotSpec, Workflow
 from sage_tod.contracts.turns import Turn
+from sage_tod.text.booleans import is_dontcare
 from sage_tod.text.match import find_value
-from sage_tod.text.normalize import basic, is_dontcare
+from sage_tod.text.normalize import basic
 
 TurnDict = dict[str, Any]
 InjClass = ClassName

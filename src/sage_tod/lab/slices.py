@@ -29,7 +29,8 @@ from sage_tod.lab.datasets import abcd, multiwoz, sgd
 from sage_tod.lab.datasets.common import SpecDoc, TurnDict, dumps_line, write_jsonl
 from sage_tod.lab.datasets.paths import DataMissing, data_root
 from sage_tod.lab.inject import CLASSES, InjClass, InjectionEnv, applicable, clean, inject
-from sage_tod.text.normalize import is_dontcare, is_unset
+from sage_tod.text.booleans import is_dontcare
+from sage_tod.text.normalize import is_unset
 
 K = TypeVar("K", bound=str)
 SLICE_NAMES: tuple[str, ...] = ("mw-mixed", "uv-rich", "sgd", "sgd-x", "dev", "abcd-uv",

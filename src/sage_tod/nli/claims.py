@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
+from sage_tod.text.booleans import is_dontcare
 
 TEMPLATES: dict[str, str] = {
     "desc_is": "The {desc} is {value}.",
@@ -75,7 +76,6 @@ DEFAULT_UV_MARGIN = "contra"
 # uv_margin, tau): S2 uses it unless an option or env variable says otherwise
 CLAIMS_FILE = "sage_tod_claims.json"
 CLAIM_KEYS = ("template", "window", "uv_margin", "tau", "pc_template", "pc_window")
-_DONTCARE = {"dontcare", "dont care", "don't care", "do n't care", "any", "none"}
 PREMISE_BUDGET = 96  # tokens for the premise; the rest of max_length is the hypothesis
 
 _ACCEPT = re.compile(
@@ -105,7 +105,7 @@ def render_value(value: str) -> str:
         return "yes"
     if low in ("false", "no"):
         return "no"
-    if low in _DONTCARE:
+    if is_dontcare(v):
         # the annotation token is not English: no NLI model can entail "dontcare"
         return "it does not matter"
     return v

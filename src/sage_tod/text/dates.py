@@ -11,6 +11,11 @@ Each mention carries a comparison key. Two keys of the same kind are the same
 day or not ("March 12th" = "12th of march" = "2019-03-12"; "the 12th" matches
 any month's 12th); keys of different kinds ("tomorrow" vs "March 2nd") cannot
 be compared from text alone, and callers must treat that as "unknown".
+
+This is the one date reader: the state diff, the predicates (through
+`text.keys.normalize_typed`), S1's support check (`text.match.find_value`) and
+the extractor all compare dates by `date_key`. A key drops the year
+("2019-03-12" and "March 12th" are one day), as users rarely say one.
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sage_tod.text.normalize import MONTHS, WEEKDAYS, fold
+from sage_tod.text.normalize import fold
 
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december")
 _MONTH_ABBR = {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"sept": 9}
 _MONTH_NUM = {m: i + 1 for i, m in enumerate(MONTHS)} | _MONTH_ABBR
 _ORDINAL_WORDS = {
@@ -35,6 +43,9 @@ for _w, _n in list(_ORDINAL_WORDS.items()):
 _ORDINAL_WORDS |= {"thirty first": 31, "thirty-first": 31}
 _WEEKDAY_ABBR = {d[:3]: d for d in WEEKDAYS} | {"tues": "tuesday", "thur": "thursday",
                                                  "thurs": "thursday", "weds": "wednesday"}
+# every word that names a month or a weekday, abbreviations included
+DATE_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS) | frozenset(_MONTH_ABBR) | frozenset(
+    _WEEKDAY_ABBR)
 
 _MONTH_RE = (r"(?P<{g}>" + "|".join(MONTHS) + r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov"
              r"|dec)\.?")

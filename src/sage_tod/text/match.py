@@ -10,38 +10,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sage_tod.text.normalize import (
-    MONTHS,
-    WEEKDAYS,
-    basic_tokens,
-    fold,
-    is_dontcare,
-    normalize_date,
-    normalize_number,
-    normalize_time,
-    tokens_with_spans,
-)
+from sage_tod.text.booleans import dontcare_span, is_dontcare
+from sage_tod.text.dates import date_key, find_dates
+from sage_tod.text.normalize import basic_tokens, fold, tokens_with_spans
+from sage_tod.text.numbers import number_token, read_number
 from sage_tod.text.slot import SlotLike
+from sage_tod.text.times import find_times, normalize_time
 
-# Clock times: "6:30 pm", "6.30pm", "18:30", "7 pm", "7 o'clock", "noon".
-_TIME_RE = re.compile(
-    r"\b(?:(?P<h>\d{1,2})(?:\s*[:.]\s*(?P<m>\d{2}))?\s*(?P<mer>a\.?\s?m\b\.?|p\.?\s?m\b\.?|"
-    r"o'?\s?clock)?|(?P<word>noon|midday|midnight))",
-)
-_TIME_CONTEXT = {"at", "by", "after", "before", "around", "about", "from", "until", "till",
-                 "arrive", "leave", "past"}
-_HOUR_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-               "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
-_WORD_TIME_RE = re.compile(
-    r"\b(?:(?P<q>half|quarter)\s+(?P<rel>past|to)\s+)?(?P<hw>one|two|three|four|five|six|"
-    r"seven|eight|nine|ten|eleven|twelve)(?:\s+o'?\s?clock)?"
-    r"(?:\s+(?:in\s+the\s+)?(?P<part>morning|afternoon|evening|night|am|pm|tonight))?\b"
-)
 _NEGATION = frozenset({"not", "no", "dont", "don", "nt", "never", "except", "without", "instead",
                        "rather", "other", "than"})
-DONTCARE_CUES = ("any", "anything", "anywhere", "anytime", "doesn't matter", "does not matter",
-                 "don't care", "do not care", "dont care", "no preference", "not fussy",
-                 "whatever", "either", "not picky", "open to")
+# "not too pricey or cheap": a negation before the first of two joined values reaches both
+_JOINERS = frozenset({"or", "nor"})
 
 
 @dataclass(frozen=True)
@@ -51,65 +30,6 @@ class Found:
     start: int
     end: int
     key: str
-
-
-def find_times(text: str) -> list[tuple[int, int, frozenset[str]]]:
-    """Clock times in `text` as (start, end, possible HH:MM readings).
-
-    A time without am/pm ("at 7:30") has two readings; bare numbers count as
-    times only after a time preposition ("at 7").
-    """
-    folded = fold(text)
-    out: list[tuple[int, int, frozenset[str]]] = []
-    for m in _TIME_RE.finditer(folded):
-        if m.group("word"):
-            t = normalize_time(m.group("word"))
-            if t:
-                out.append((m.start(), m.end(), frozenset({t})))
-            continue
-        if m.group("h") is None:
-            continue
-        h, mm, mer = m.group("h"), m.group("m"), (m.group("mer") or "")
-        prev = folded[:m.start()].split()[-1:] if m.start() else []
-        if not mm and not mer and not (prev and prev[0] in _TIME_CONTEXT):
-            continue
-        if mer.startswith("o"):
-            mer = ""
-        # a number directly followed by a date/count word is not a time
-        tail = folded[m.end():m.end() + 12].split()[:1]
-        if not mm and not mer and tail and tail[0] in {"people", "persons", "nights", "stars",
-                                                         "minutes", "hours", "days", "guests"}:
-            continue
-        raw = f"{h}:{mm or '00'} {mer}".strip()
-        t = normalize_time(raw)
-        if t is None:
-            continue
-        readings = {t}
-        hour = int(h)
-        if not mer and 1 <= hour < 12:
-            readings.add(f"{hour + 12:02d}:{int(mm or 0):02d}")
-        out.append((m.start(), m.end(), frozenset(readings)))
-    for m in _WORD_TIME_RE.finditer(folded):
-        if not (m.group("q") or m.group("part") or "clock" in m.group(0)):
-            continue
-        hour = _HOUR_WORDS[m.group("hw")]
-        minute = 0
-        if m.group("q"):
-            minute = 30 if m.group("q") == "half" else 15
-            if m.group("rel") == "to":
-                hour, minute = (hour - 1) % 12 or 12, 60 - minute
-        part = m.group("part") or ""
-        readings = set()
-        if part in {"afternoon", "evening", "night", "pm", "tonight"}:
-            readings.add(f"{(hour % 12) + 12:02d}:{minute:02d}")
-        elif part in {"morning", "am"}:
-            readings.add(f"{hour % 12:02d}:{minute:02d}")
-        else:
-            readings |= {f"{hour % 12:02d}:{minute:02d}", f"{(hour % 12) + 12:02d}:{minute:02d}"}
-            if hour == 12:
-                readings.add("12:00" if minute == 0 else f"12:{minute:02d}")
-        out.append((m.start(), m.end(), frozenset(readings)))
-    return out
 
 
 # How people state a party size without a number ("just me", "my wife and I"); only for
@@ -171,31 +91,20 @@ def _find_tokens(text: str, needle: list[str], fuzzy: bool = False) -> tuple[int
 
 
 def is_negated(text: str, start: int) -> bool:
-    """True when one of the three tokens before `start` negates what follows."""
-    before = [t for t, _, e in tokens_with_spans(text) if e <= start][-3:]
-    return any(t in _NEGATION for t in before)
+    """True when one of the three tokens before `start` negates what follows, or the
+    three before an "or" among them do ("not too pricey or cheap")."""
+    before = [t for t, _, e in tokens_with_spans(text) if e <= start]
+    window = before[-3:]
+    if any(t in _NEGATION for t in window):
+        return True
+    joins = [i for i, t in enumerate(before) if t in _JOINERS and i >= len(before) - 3]
+    return bool(joins) and any(t in _NEGATION for t in before[max(0, joins[0] - 3):joins[0]])
 
 
 def find_dontcare(text: str) -> Found | None:
-    folded = fold(text)
-    for cue in DONTCARE_CUES:
-        m = re.search(rf"\b{re.escape(cue)}\b", folded)
-        if m:
-            return Found(m.start(), m.end(), "dontcare")
-    return None
-
-
-def _date_forms(value: str) -> list[list[str]]:
-    key = normalize_date(value)
-    forms = [basic_tokens(value)]
-    if key in WEEKDAYS:
-        forms.append([key])
-    m = re.match(r"^\d{4}-(\d{2})-(\d{2})$", key)
-    if m:
-        month, day = MONTHS[int(m.group(1)) - 1], str(int(m.group(2)))
-        forms += [[month, day], [day, month], [month, day + "th"], [month, day + "st"],
-                  [month, day + "nd"], [month, day + "rd"], [day + "th", "of", month]]
-    return forms
+    """Where `text` says the user does not mind (`text.booleans.DONTCARE_CUES`)."""
+    span = dontcare_span(text)
+    return None if span is None else Found(span[0], span[1], "dontcare")
 
 
 def find_value(text: str, value: str, slot: SlotLike | None, fuzzy: bool = False
@@ -216,15 +125,15 @@ def find_value(text: str, value: str, slot: SlotLike | None, fuzzy: bool = False
     if stype == "time":
         t = normalize_time(value)
         if t is not None:
-            for s, e, readings in find_times(text):
-                if t in readings:
-                    return Found(s, e, t)
+            for tm in find_times(text):
+                if t in tm.readings:
+                    return Found(tm.start, tm.end, t)
             return None
     if stype == "number":
-        n = normalize_number(value)
+        n = read_number(value)
         if n is not None:
             for tok, s, e in tokens_with_spans(text):
-                if tok == n:
+                if number_token(tok) == n:
                     return Found(s, e, n)
             if slot is not None and _PARTY_SLOT.search(f"{slot.name} {slot.description}"):
                 for count, pattern in _PARTY_SIZES:
@@ -232,10 +141,14 @@ def find_value(text: str, value: str, slot: SlotLike | None, fuzzy: bool = False
                     if m and count == n:
                         return Found(m.start(), m.end(), n)
             return None
-    forms: list[list[str]] = []
     if stype == "date":
-        forms = _date_forms(value)
-    elif slot is not None:
+        d = date_key(value)
+        if d is not None:
+            for dm in find_dates(text):
+                if dm.key == d:
+                    return Found(dm.start, dm.end, key)
+    forms: list[list[str]] = []
+    if slot is not None and stype != "date":
         forms = [basic_tokens(f) for f in slot.surface_forms(value)]
     else:
         forms = [basic_tokens(value)]

@@ -17,7 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sage_tod.text.normalize import MONTHS, WEEKDAYS, basic_tokens
+from sage_tod.text.dates import DATE_WORDS
+from sage_tod.text.normalize import basic_tokens
+from sage_tod.text.sentences import sentences
 from sage_tod.text.slot import SlotLike
 
 # words of a slot's name/description that make it hold a place
@@ -80,8 +82,6 @@ _FUNCTION = frozenset({
     "definitely", "certainly", "done", "confirm", "confirmed", "nah", "sounds", "got",
     "works", "agreed", "yup",
 })
-_DATE_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS) | frozenset(
-    {m[:3] for m in MONTHS} | {d[:3] for d in WEEKDAYS} | {"sept", "tues", "thurs"})
 # lowercase words that may sit inside a name ("Stratford upon Avon", "Rio de Janeiro")
 _CONNECTORS = frozenset({"of", "de", "del", "da", "do", "dos", "la", "le", "les", "du",
                          "upon", "sur", "los", "las", "el", "di", "van", "von", "am", "an"})
@@ -103,7 +103,6 @@ _SHORT_TAIL = frozenset({"please", "thanks", "thank", "you", "instead", "then", 
                          "too", "again"})
 
 _TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:['’\-][A-Za-z0-9]+)*")
-_SENTENCE_RE = re.compile(r"[^.!?;]+[.!?;]*")
 
 
 @dataclass(frozen=True)
@@ -151,7 +150,7 @@ _AMBIGUOUS_CODES = frozenset({"in", "or", "me", "hi", "ok", "oh", "us", "la", "d
 
 def _is_cap(tok: str, inner: bool = False) -> bool:
     low = tok.lower()
-    if (low in _FUNCTION and not (inner and low in _INNER_OK)) or low in _DATE_WORDS:
+    if (low in _FUNCTION and not (inner and low in _INNER_OK)) or low in DATE_WORDS:
         return False
     if tok.isupper():
         return len(tok) >= 2 and tok.isalpha()
@@ -195,7 +194,7 @@ def _spans(sentence: str, offset: int) -> list[tuple[int, int, int, int]]:
                 continue
             # "Santa rosa": one lowercase word that is no common word, ending the span
             if (not lower_used and j == i and nxt.islower() and len(nxt) >= 3
-                    and nxt not in _FUNCTION and nxt not in _DATE_WORDS
+                    and nxt not in _FUNCTION and nxt not in DATE_WORDS
                     and (j + 2 >= len(toks) or gap(j + 1, j + 2).strip()
                          or toks[j + 2][0].lower() in _FUNCTION)):
                 lower_used = True
@@ -235,9 +234,9 @@ def name_spans(text: str) -> list[NameSpan]:
     """Every capitalised span of `text` ("Mexico City", "Santa rosa", "Fresno, CA",
     "NYC", "Morton DaCosta"), with the words of its sentence before and after it."""
     out: list[NameSpan] = []
-    sentences = [sm for sm in _SENTENCE_RE.finditer(text) if _TOKEN_RE.search(sm.group())]
-    for sm in sentences:
-        sentence, offset = sm.group(), sm.start()
+    parts = [sm for sm in sentences(text, semicolons=True) if _TOKEN_RE.search(sm.text)]
+    for sm in parts:
+        sentence, offset = sm.text, sm.start
         toks = [(m.group(), m.start() + offset, m.end() + offset)
                 for m in _TOKEN_RE.finditer(sentence)]
         for i, j, start, end in _spans(sentence, offset):
@@ -245,7 +244,7 @@ def name_spans(text: str) -> list[NameSpan]:
                                 tuple(t.lower() for t, _, _ in toks[:i]),
                                 tuple(t.lower() for t, _, _ in toks[j + 1:]), j - i + 1,
                                 question=sentence.rstrip().endswith("?"),
-                                alone=len(sentences) == 1))
+                                alone=len(parts) == 1))
     return out
 
 

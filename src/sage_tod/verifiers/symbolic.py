@@ -25,8 +25,9 @@ from sage_tod.contracts.criteria import (
     UVArgs,
     WNFArgs,
 )
+from sage_tod.text.booleans import is_dontcare
 from sage_tod.text.match import find_dontcare, find_value
-from sage_tod.text.normalize import basic_tokens, fold, is_dontcare
+from sage_tod.text.normalize import basic_tokens, fold
 from sage_tod.verifiers.base import Item
 
 PcState = Literal["after", "before"]

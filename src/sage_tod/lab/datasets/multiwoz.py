@@ -26,7 +26,10 @@ from sage_tod.importers.multiwoz_dialogues import (
 )
 from sage_tod.lab.datasets.common import SpecDoc, TurnDict, dedupe, read_json
 from sage_tod.lab.datasets.paths import DataMissing, data_root, require
-from sage_tod.text.normalize import WEEKDAYS, basic, is_unset, normalize_number, normalize_time
+from sage_tod.text.dates import WEEKDAYS
+from sage_tod.text.normalize import basic, is_unset
+from sage_tod.text.numbers import read_number
+from sage_tod.text.times import normalize_time
 
 # read through here by the slices and the bench
 __all__ = ["DOMAINS", "MultiwozSlots", "compile_spec", "dialogue_turns", "flat_state",
@@ -138,7 +141,7 @@ def _slot_type(slot: Mapping[str, Any], onto: list[str]) -> str:
     real = [v for v in onto if not is_unset(v) and basic(v) not in {"dontcare", "dont care"}]
     if real and sum(normalize_time(v) is not None for v in real) >= 0.8 * len(real):
         return "time"
-    if real and not values and sum(normalize_number(v) is not None for v in real) >= 0.8 * len(
+    if real and not values and sum(read_number(v) is not None for v in real) >= 0.8 * len(
             real):
         return "number"
     if slot.get("is_categorical") and values:
@@ -313,7 +316,7 @@ def value_pool(root: Path | None = None) -> dict[str, list[str]]:
                     continue
                 if stype == "time" and normalize_time(v) is None:
                     continue
-                if stype == "number" and normalize_number(v) is None:
+                if stype == "number" and read_number(v) is None:
                     continue
                 vals.append(v)
             pool[name].extend(vals)

@@ -1,0 +1,46 @@
+"""Sentences, the one splitter: a text cut at ".", "!" and "?" (and ";" on request).
+
+Request and confirmation detection read the agent's turn sentence by sentence,
+the extractor skips the user's questions about an entity, and the place finder
+keeps a name within its sentence: all of them cut a text here, so a sentence
+is one span everywhere. Each span starts and ends on a visible character and
+keeps its closing punctuation ("Is it free?"). A decimal point cuts too
+("6.30pm"); callers only look for words and question marks in a sentence.
+
+The place finder also cuts at ";" ("Phoenix; a hotel in Napa"), where a name
+ends as surely as at a full stop; the other readers cut at sentence ends only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_SENTENCE_RE = re.compile(r"[^.!?]+[.!?]*")
+_SENTENCE_OR_CLAUSE_RE = re.compile(r"[^.!?;]+[.!?;]*")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence of a text: `text[start:end] == sentence`."""
+
+    start: int
+    end: int
+    text: str
+
+
+def sentences(text: str, *, semicolons: bool = False) -> list[Sentence]:
+    """The sentences of `text` in order; blank pieces are dropped.
+
+    `semicolons` also cuts at ";" (see the module docstring).
+    """
+    pattern = _SENTENCE_OR_CLAUSE_RE if semicolons else _SENTENCE_RE
+    out = []
+    for m in pattern.finditer(text):
+        raw = m.group()
+        if not raw.strip():
+            continue
+        lead = len(raw) - len(raw.lstrip())
+        trail = len(raw) - len(raw.rstrip())
+        out.append(Sentence(m.start() + lead, m.end() - trail, raw.strip()))
+    return out

@@ -1,0 +1,306 @@
+"""Clock times, the one reader: in a state value and in what people say.
+
+People write a time "18:30", "6:30 pm", "6.30pm", "6pm", "at 7", "noon",
+"half past seven in the evening", "half past 6 in the evening", "2 in the
+afternoon", "evening 4:30", "quarter to 12 in the morning", "after 5pm". The
+state diff, the extractor, S1's support check and the predicates all read
+times here, so two spellings are one time everywhere:
+
+- `normalize_time(value)` is the comparison key of a value: one "HH:MM". A
+  value without a day part is read as written, on the 24-hour clock ("7:30"
+  and "half past 7" are 07:30), the convention of the datasets' states.
+- `find_times(text)` finds the times a text states, each with every HH:MM it
+  may mean ("at 7:30" is 07:30 or 19:30) and the word that relates it to the
+  slot ("after", "by", ...).
+
+A text states a value when the value's key is one of a mention's readings.
+Numbers that only look like times are not read: ordinals ("the 21st"), years
+("2030"), typos ("18;30"), counts ("for 7 people") and addresses ("at 11 Peas
+Hill"). A value may also be written "1830" (a state's spelling); in a text
+four digits are a year, not a time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sage_tod.text.normalize import fold
+
+# ---------------------------------------------------------------- a value
+_TIME_VALUE_RE = re.compile(
+    r"^(?P<h>\d{1,2})(?:\s*[:.h]\s*(?P<m>\d{2}))?\s*(?P<mer>a\.?\s?m\.?|p\.?\s?m\.?)?$"
+)
+# what may stand around a time value ("around 7pm", "at 2 in the afternoon")
+_VALUE_FILLER = re.compile(r"(?:around|about|at|by|in the|the)?")
+
+# ---------------------------------------------------------------- a text
+# Clock times with digits: "6:30 pm", "6.30pm", "18:30", "7 pm", "7 o'clock", "noon".
+# A number running on into digits, an ordinal suffix or a ";30" is no time.
+_NOT_AFTER = r"(?!\d|[:;.,]\d|(?:st|nd|rd|th)\b)"
+_TIME_RE = re.compile(
+    r"\b(?:(?P<h>\d{1,2})(?:\s*[:.]\s*(?P<m>\d{2}))?" + _NOT_AFTER
+    + r"\s*(?P<mer>a\.?\s?m\b\.?|p\.?\s?m\b\.?|o'?\s?clock)?|(?P<word>noon|midday|midnight))",
+)
+# the word before a bare number that makes it a time ("at 7", "after 5")
+_TIME_CONTEXT = frozenset({"at", "by", "after", "before", "around", "about", "from", "until",
+                           "till", "arrive", "leave", "past"})
+# the word before a time that relates it to a slot ("after 5pm": leave at or after)
+RELATIONS = frozenset({"at", "by", "after", "before", "around", "about", "from", "until",
+                       "till", "past", "since"})
+# a number directly followed by a count word is not a time
+_COUNT_WORDS = frozenset({"people", "persons", "nights", "stars", "minutes", "hours", "days",
+                          "guests"})
+_HOUR_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+               "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+_WORD_TIME_RE = re.compile(
+    r"\b(?:(?P<q>half|quarter)\s+(?P<rel>past|to)\s+)?(?P<hw>one|two|three|four|five|six|"
+    r"seven|eight|nine|ten|eleven|twelve)(?:\s+o'?\s?clock)?"
+    r"(?:\s+(?:in\s+the\s+)?(?P<part>morning|afternoon|evening|night|tonight|"
+    r"a\.?\s?m\b\.?|p\.?\s?m\b\.?))?\b"
+)
+_PM_PARTS = frozenset({"afternoon", "evening", "night", "tonight", "pm"})
+_AM_PARTS = frozenset({"morning", "am"})
+_PART = r"(morning|afternoon|evening|night|tonight)"
+_PREFIX_RE = re.compile(r"(?:(?P<q>half|quarter)\s+(?P<rel>past|to)\s+|(?:in\s+the\s+)?"
+                        + _PART.replace("(", "(?P<part>", 1) + r"\s+(?:at\s+)?)$")
+_SUFFIX_RE = re.compile(r"^\s*(?:o['\"]?\s?clock\s+)?(?:in\s+the\s+|at\s+|this\s+)?"
+                        + _PART.replace("(", "(?P<part>", 1) + r"\b")
+# words that may follow a bare hour ("at 7 please", "at 7 or 8", "at 7 on Friday")
+_AFTER_BARE_HOUR = frozenset({"o", "oclock", "and", "or", "please", "then", "on", "in", "at",
+                              "for", "tomorrow", "today", "tonight", "instead", "if", "is",
+                              "would", "will", "works", "sounds", "should", "but", "so",
+                              "thanks", "thank", "sharp", "ish", "latest", "the", "this",
+                              "next", "with", "that", "it", "i", "we", "to", "hours", "hrs"})
+_BARE_HOUR_RE = re.compile(r"\b(?P<h>1[0-2]|0?[1-9])(?::(?P<m>[0-5]\d))?\b")
+_ORDINAL_AFTER = re.compile(r"(?:st|nd|rd|th)\b")
+
+
+@dataclass(frozen=True)
+class TimeMention:
+    """A time stated in a text: its span, every HH:MM it may mean, and its relation.
+
+    `relation` is the word just before it when that word relates the time to a
+    slot ("after" in "after 5pm", "by" in "arrive by 7"), else None.
+    """
+
+    start: int
+    end: int
+    readings: frozenset[str]
+    relation: str | None = None
+
+
+def _clock(hour: int, minute: int, mer: str) -> str | None:
+    if mer == "pm" and hour < 12:
+        hour += 12
+    elif mer == "am" and hour == 12:
+        hour = 0
+    if hour > 24 or minute > 59:
+        return None
+    return f"{hour % 24:02d}:{minute:02d}"
+
+
+def _strict_time(value: str) -> str | None:
+    """"HH:MM" for a clock time written in 12- or 24-hour digits ("6:30 pm", "18:30")."""
+    v = fold(value).strip()
+    if v in {"noon", "midday", "12 noon"}:
+        return "12:00"
+    if v == "midnight":
+        return "00:00"
+    v = v.replace("o'clock", "").replace("oclock", "").strip()
+    m = _TIME_VALUE_RE.match(v)
+    if not m and re.fullmatch(r"\d{4}", v):  # a state's "1830"
+        m = _TIME_VALUE_RE.match(f"{v[:2]}:{v[2:]}")
+    if not m:
+        return None
+    hour = int(m.group("h"))
+    mer = (m.group("mer") or "").replace(".", "").replace(" ", "")
+    if mer and not 1 <= hour <= 12:
+        return None
+    return _clock(hour, int(m.group("m") or 0), mer)
+
+
+def normalize_time(value: str) -> str | None:
+    """The comparison key of a time value ("2 in the afternoon" -> "14:00"), or None
+    when the value is no time this module reads.
+
+    Digits are read directly; other spellings as the one time `find_times` reads
+    in the value, with at most "at"/"around"/... around it. Of several readings
+    the one as written (24-hour) is the key: "half past 7" is 07:30, as "7:30" is.
+    """
+    t = _strict_time(value)
+    if t is not None:
+        return t
+    found = find_times(value)
+    shift = 0
+    if not found:
+        found, shift = find_times("at " + value), 3
+    if len(found) != 1:
+        return None
+    f = found[0]
+    s, e = max(0, f.start - shift), max(0, f.end - shift)
+    rest = (value[:s] + value[e:]).strip(" .,").lower()
+    if rest and not _VALUE_FILLER.fullmatch(rest):
+        return None
+    return min(f.readings)
+
+
+# ---------------------------------------------------------------- a text
+def _digit_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
+    """Times written with digits or "noon": "6:30 pm", "18:30", "at 7"."""
+    out: list[tuple[int, int, frozenset[str]]] = []
+    for m in _TIME_RE.finditer(folded):
+        if m.group("word"):
+            t = _strict_time(m.group("word"))
+            if t:
+                out.append((m.start(), m.end(), frozenset({t})))
+            continue
+        if m.group("h") is None:
+            continue
+        h, mm, mer = m.group("h"), m.group("m"), (m.group("mer") or "")
+        prev = folded[:m.start()].split()[-1:] if m.start() else []
+        if not mm and not mer and not (prev and prev[0] in _TIME_CONTEXT):
+            continue
+        if mer.startswith("o"):
+            mer = ""
+        tail = folded[m.end():m.end() + 12].split()[:1]
+        if not mm and not mer and tail and tail[0] in _COUNT_WORDS:
+            continue
+        t = _strict_time(f"{h}:{mm or '00'} {mer}".strip())
+        if t is None:
+            continue
+        readings = {t}
+        hour = int(h)
+        if not mer and 1 <= hour < 12:
+            readings.add(f"{hour + 12:02d}:{int(mm or 0):02d}")
+        out.append((m.start(), m.start() + len(m.group().rstrip()), frozenset(readings)))
+    return out
+
+
+def _word_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
+    """Times written in words: "half past seven in the evening", "seven o'clock"."""
+    out: list[tuple[int, int, frozenset[str]]] = []
+    for m in _WORD_TIME_RE.finditer(folded):
+        if not (m.group("q") or m.group("part") or "clock" in m.group(0)):
+            continue
+        hour = _HOUR_WORDS[m.group("hw")]
+        minute = 0
+        if m.group("q"):
+            minute = 30 if m.group("q") == "half" else 15
+            if m.group("rel") == "to":
+                hour, minute = (hour - 1) % 12 or 12, 60 - minute
+        part = (m.group("part") or "").replace(".", "").replace(" ", "")
+        readings = set()
+        if part in _PM_PARTS:
+            readings.add(f"{(hour % 12) + 12:02d}:{minute:02d}")
+        elif part in _AM_PARTS:
+            readings.add(f"{hour % 12:02d}:{minute:02d}")
+        else:
+            readings |= {f"{hour % 12:02d}:{minute:02d}", f"{(hour % 12) + 12:02d}:{minute:02d}"}
+            if hour == 12:
+                readings.add("12:00" if minute == 0 else f"12:{minute:02d}")
+        out.append((m.start(), m.end(), frozenset(readings)))
+    return out
+
+
+def _hm(reading: str) -> tuple[int, int]:
+    h, m = reading.split(":")
+    return int(h), int(m)
+
+
+def _apply(readings: frozenset[str], q: str | None, rel: str | None,
+           part: str | None) -> frozenset[str]:
+    """Readings after "half past"/"quarter to" before and a day part around a time."""
+    out: set[str] = set()
+    for r in readings:
+        h, m = _hm(r)
+        if q:
+            if m != 0:
+                return readings  # "half past 6:30" is no clock time
+            m = 30 if q == "half" else 15
+            if rel == "to":
+                h, m = (h - 1) % 24, 60 - m
+        if part in _PM_PARTS and h < 12:
+            h += 12
+        elif part in _AM_PARTS and h >= 12 and not (h == 12 and part == "morning"):
+            h -= 12
+        if part in _PM_PARTS and h == 24:
+            h = 12
+        out.add(f"{h % 24:02d}:{m:02d}")
+    if part in _PM_PARTS:
+        out = {r for r in out if _hm(r)[0] >= 12} or out
+    elif part in _AM_PARTS:
+        out = {r for r in out if _hm(r)[0] < 12} or out
+    return frozenset(out)
+
+
+def _bare_hours(folded: str, found: list[tuple[int, int, frozenset[str]]]
+                ) -> list[tuple[int, int, frozenset[str]]]:
+    """Digits after "half past" / "quarter to" / "evening", or before "in the evening",
+    that are a time without a preposition ("half past 6", "2 in the afternoon")."""
+    out: list[tuple[int, int, frozenset[str]]] = []
+    for m in _BARE_HOUR_RE.finditer(folded):
+        if any(s <= m.start() < e for s, e, _ in found):
+            continue
+        before = folded[max(0, m.start() - 30):m.start()]
+        if re.match(r"(?:st|nd|rd|th)\b|[/\d]|[;.,:]\d", folded[m.end():]):
+            continue
+        # "8 in the evening" is a time, but "a table for 3 in the evening" counts people
+        suffix_only = (_SUFFIX_RE.match(folded[m.end():]) is not None
+                       and not before.rstrip().endswith(("for", "of", "with")))
+        if _PREFIX_RE.search(before) or suffix_only:
+            t = _strict_time(m.group())
+            if t is not None:
+                h, mm = _hm(t)
+                both = {t} | ({f"{h + 12:02d}:{mm:02d}"} if 1 <= h < 12 else set())
+                out.append((m.start(), m.end(), frozenset(both)))
+    return out
+
+
+def _relation(folded: str, start: int) -> str | None:
+    prev = folded[:start].split()[-1:]
+    return prev[0] if prev and prev[0] in RELATIONS else None
+
+
+def find_times(text: str) -> list[TimeMention]:
+    """The times `text` states, earliest first, each with every HH:MM it may mean.
+
+    A time without am/pm or a day part ("at 7:30") has two readings; a bare
+    number is a time only after a time word ("at 7") or with a day part
+    around it ("2 in the afternoon", "half past 6").
+    """
+    folded = fold(text)
+    if len(folded) != len(text):
+        folded = text.lower()
+    found = _digit_times(folded) + _word_times(folded)
+    found += _bare_hours(folded, found)
+    out: list[TimeMention] = []
+    for s, e, readings in sorted(found):
+        if _ORDINAL_AFTER.match(folded[e:]):
+            continue  # "from 10th of this month": a day, not ten o'clock
+        nxt = re.match(r"\s*([a-z]+)", folded[e:])
+        if (len(readings) > 1 and folded[s:e].isdigit() and nxt
+                and nxt.group(1) not in _AFTER_BARE_HOUR and not _SUFFIX_RE.match(folded[e:])):
+            continue  # "at 11 Peas Hill", "around 6 different people": no clock time
+        raw = folded[s:e]
+        if re.search(r"[ap]\.?\s?m\b|noon|midnight|morning|afternoon|evening|night", raw):
+            out.append(TimeMention(s, e, readings, _relation(folded, s)))
+            continue  # the day part is already read
+        head = folded[max(0, s - 30):s].rstrip() + " "
+        pre = _PREFIX_RE.search(head)
+        suf = _SUFFIX_RE.match(folded[e:])
+        q = rel = part = None
+        start, end = s, e
+        if pre:
+            q, rel = pre.group("q"), pre.group("rel")
+            part = pre.group("part")
+            start = s - (len(head) - pre.start())
+        if suf:
+            part = suf.group("part")
+            end = e + suf.end()
+        while end > start and folded[end - 1] == " ":
+            end -= 1
+        start = max(0, start)
+        out.append(TimeMention(start, end, _apply(readings, q, rel, part),
+                               _relation(folded, start)))
+    return out
