@@ -125,9 +125,15 @@ def find_value(text: str, value: str, slot: SlotLike | None, fuzzy: bool = False
     if stype == "time":
         t = normalize_time(value)
         if t is not None:
-            for tm in find_times(text):
+            mentions = find_times(text)
+            for tm in mentions:
                 if t in tm.readings:
                     return Found(tm.start, tm.end, t)
+            # the value as written where no time is read ("for 7 in the evening", where
+            # "for 7" may count), but not "01:15" inside "01:15 pm"
+            hit = _find_tokens(text, basic_tokens(value))
+            if hit and not any(tm.start < hit[1] and hit[0] < tm.end for tm in mentions):
+                return Found(hit[0], hit[1], t)
             return None
     if stype == "number":
         n = read_number(value)

@@ -40,8 +40,10 @@ _VALUE_FILLER = re.compile(r"(?:around|about|at|by|in the|the)?")
 _NOT_AFTER = r"(?!\d|[:;.,]\d|(?:st|nd|rd|th)\b)"
 _TIME_RE = re.compile(
     r"\b(?:(?P<h>\d{1,2})(?:\s*[:.]\s*(?P<m>\d{2}))?" + _NOT_AFTER
-    + r"\s*(?P<mer>a\.?\s?m\b\.?|p\.?\s?m\b\.?|o'?\s?clock)?|(?P<word>noon|midday|midnight))",
+    + r"\s*(?P<mer>a\.?\s?m\b\.?|p\.?\s?m\b\.?|o['\"]?\s?clock)?|(?P<word>noon|midday|midnight))",
 )
+# four digits are a time only as hours ("1200hrs", "1830 hours"); else a year ("2030")
+_HOURS_RE = re.compile(r"\b(?P<h>[01]\d|2[0-3])(?P<m>[0-5]\d)\s?(?:hrs|hours|h)\b")
 # the word before a bare number that makes it a time ("at 7", "after 5")
 _TIME_CONTEXT = frozenset({"at", "by", "after", "before", "around", "about", "from", "until",
                            "till", "arrive", "leave", "past"})
@@ -173,7 +175,12 @@ def _digit_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
         hour = int(h)
         if not mer and 1 <= hour < 12:
             readings.add(f"{hour + 12:02d}:{int(mm or 0):02d}")
-        out.append((m.start(), m.start() + len(m.group().rstrip()), frozenset(readings)))
+        said = m.group().rstrip()
+        if said.endswith(".") and "." not in mer[:-1]:
+            said = said[:-1]  # "11:45 am." ends a sentence; "a.m." keeps its dot
+        out.append((m.start(), m.start() + len(said), frozenset(readings)))
+    for m in _HOURS_RE.finditer(folded):
+        out.append((m.start(), m.end(), frozenset({f"{m.group('h')}:{m.group('m')}"})))
     return out
 
 
@@ -245,9 +252,11 @@ def _bare_hours(folded: str, found: list[tuple[int, int, frozenset[str]]]
         before = folded[max(0, m.start() - 30):m.start()]
         if re.match(r"(?:st|nd|rd|th)\b|[/\d]|[;.,:]\d", folded[m.end():]):
             continue
-        # "8 in the evening" is a time, but "a table for 3 in the evening" counts people
-        suffix_only = (_SUFFIX_RE.match(folded[m.end():]) is not None
-                       and not before.rstrip().endswith(("for", "of", "with")))
+        # "8 in the evening" is a time, but "a table for 3 in the evening" counts people;
+        # "for 4 o'clock in the evening" is a time again
+        suf = _SUFFIX_RE.match(folded[m.end():])
+        suffix_only = suf is not None and ("clock" in suf.group()
+                                           or not before.rstrip().endswith(("for", "with")))
         if _PREFIX_RE.search(before) or suffix_only:
             t = _strict_time(m.group())
             if t is not None:
@@ -278,10 +287,6 @@ def find_times(text: str) -> list[TimeMention]:
     for s, e, readings in sorted(found):
         if _ORDINAL_AFTER.match(folded[e:]):
             continue  # "from 10th of this month": a day, not ten o'clock
-        nxt = re.match(r"\s*([a-z]+)", folded[e:])
-        if (len(readings) > 1 and folded[s:e].isdigit() and nxt
-                and nxt.group(1) not in _AFTER_BARE_HOUR and not _SUFFIX_RE.match(folded[e:])):
-            continue  # "at 11 Peas Hill", "around 6 different people": no clock time
         raw = folded[s:e]
         if re.search(r"[ap]\.?\s?m\b|noon|midnight|morning|afternoon|evening|night", raw):
             out.append(TimeMention(s, e, readings, _relation(folded, s)))
@@ -289,6 +294,10 @@ def find_times(text: str) -> list[TimeMention]:
         head = folded[max(0, s - 30):s].rstrip() + " "
         pre = _PREFIX_RE.search(head)
         suf = _SUFFIX_RE.match(folded[e:])
+        nxt = re.match(r"\s*([a-z]+)", folded[e:])
+        if (len(readings) > 1 and raw.isdigit() and nxt and not pre and not suf
+                and nxt.group(1) not in _AFTER_BARE_HOUR):
+            continue  # "at 11 Peas Hill", "around 6 different people": no clock time
         q = rel = part = None
         start, end = s, e
         if pre:
