@@ -26,6 +26,7 @@ from sage_tod.importers.multiwoz_dialogues import (
 )
 from sage_tod.lab.datasets.common import SpecDoc, TurnDict, dedupe, read_json
 from sage_tod.lab.datasets.paths import DataMissing, data_root, require
+from sage_tod.text.booleans import is_dontcare
 from sage_tod.text.dates import WEEKDAYS
 from sage_tod.text.normalize import basic, is_unset
 from sage_tod.text.numbers import read_number
@@ -133,12 +134,11 @@ def ontology_values(root: Path | None = None) -> dict[str, list[str]]:
 
 def _slot_type(slot: Mapping[str, Any], onto: list[str]) -> str:
     values = [str(v) for v in slot.get("possible_values") or []]
-    if values and all(v.lower() in {"monday", "tuesday", "wednesday", "thursday", "friday",
-                                    "saturday", "sunday"} for v in values):
+    if values and all(v.lower() in WEEKDAYS for v in values):
         return "date"
     if values and all(v.isdigit() for v in values):
         return "number"
-    real = [v for v in onto if not is_unset(v) and basic(v) not in {"dontcare", "dont care"}]
+    real = [v for v in onto if not is_unset(v) and not is_dontcare(v)]
     if real and sum(normalize_time(v) is not None for v in real) >= 0.8 * len(real):
         return "time"
     if real and not values and sum(read_number(v) is not None for v in real) >= 0.8 * len(
@@ -309,7 +309,7 @@ def value_pool(root: Path | None = None) -> dict[str, list[str]]:
                     if k.lower().replace(" ", "") == key and isinstance(v, str):
                         vals.append(v)
             for v in onto.get(name, []):
-                if is_unset(v) or basic(v) in {"dontcare", "dont care"} or any(
+                if is_unset(v) or is_dontcare(v) or any(
                         ch in v for ch in "|<>"):
                     continue  # annotation noise ("monday<thursday", "a|b")
                 if stype == "date" and basic(v) not in WEEKDAYS:
