@@ -22,6 +22,7 @@ import pytest
 from sage_tod.compiler.compile import compile_turn
 from sage_tod.compiler.context import make_context
 from sage_tod.compiler.diff import state_diff
+from sage_tod.compiler.extract import extract_user_values
 from sage_tod.contracts.criteria import FailureClass, Outcome
 from sage_tod.contracts.spec import SpecBundle, parse_spec
 from sage_tod.contracts.turns import parse_turn
@@ -344,6 +345,17 @@ def test_equal_counts_agree_everywhere(bundle: SpecBundle, n: int) -> None:
             if said.endswith(".0"):
                 continue  # a state's spelling
             _agree(bundle, "party_size", said, held, f"A table for {said} people please.")
+
+
+def test_two_spellings_of_one_value_do_not_compete(bundle: SpecBundle) -> None:
+    """The extractor demotes two different values for one slot, but not one value
+    written twice (made up)."""
+    wf = bundle.workflow("book")
+    assert wf is not None
+    same = extract_user_values(_turn(bundle, "Pick it up at 7pm, so 19:00.", {}), wf, bundle)
+    assert [e.confidence > 0.6 for e in same] == [True, True]
+    other = extract_user_values(_turn(bundle, "Pick it up at 7pm or 8pm.", {}), wf, bundle)
+    assert [e.confidence for e in other] == [0.6, 0.6]
 
 
 @pytest.mark.parametrize(("said", "held"), [

@@ -271,7 +271,7 @@ def _extract_from_text(turn: Turn, wf: Workflow) -> list[Extraction]:
 
     # 7. people's names after a role word ("directed by Morton DaCosta", "stars X")
     _people(turn, wf, add, free)
-    return _demote_competing(out)
+    return _demote_competing(out, wf)
 
 
 class _Add(Protocol):
@@ -550,13 +550,16 @@ def _places(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
             add(m.text, cands, m.start, m.end, "place", confidence=conf, narrowed=narrowed)
 
 
-def _demote_competing(found: list[Extraction]) -> list[Extraction]:
+def _demote_competing(found: list[Extraction], wf: Workflow) -> list[Extraction]:
     """Two different values for one slot in one utterance ("north of the centre",
-    "not Friday, Saturday") leave it open which one the user meant: none is exact."""
+    "not Friday, Saturday") leave it open which one the user meant: none is exact.
+    Two spellings of one value ("7pm, so 19:00") are one value."""
     per_slot: dict[str, set[str]] = {}
     for ex in found:
         if len(ex.candidates) == 1:
-            per_slot.setdefault(ex.candidates[0], set()).add(basic(ex.value))
+            spec = wf.slots.get(ex.candidates[0])
+            key = spec.normalize(ex.value) if spec is not None else basic(ex.value)
+            per_slot.setdefault(ex.candidates[0], set()).add(key)
     out = []
     for ex in found:
         if len(ex.candidates) == 1 and len(per_slot[ex.candidates[0]]) > 1:
