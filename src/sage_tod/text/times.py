@@ -17,7 +17,7 @@ A text states a value when the value's key is one of a mention's readings.
 Numbers that only look like times are not read: ordinals ("the 21st"), years
 ("2030"), typos ("18;30"), counts ("for 7 people") and addresses ("at 11 Peas
 Hill"). A value may also be written "1830" (a state's spelling); in a text
-four digits are a year, not a time.
+four digits are a year ("by 2030") unless "hrs" or "hours" follows ("1300hrs").
 """
 
 from __future__ import annotations
