@@ -180,6 +180,8 @@ def found_in(slot: str, value: str, text: str) -> bool:
         b = basic(text)
         return any(re.search(rf"(^| ){c}( |$)", b) for c in BOOLEAN_CUES[slot.split("-")[1]])
     toks = _tokens(text)
+    if vt == "number" and key.isdigit():
+        return _count_for(slot.split("-", 1)[1], key, toks)
     joined = " " + " ".join(toks) + " "
     forms = [key, *SURFACE_FORMS.get(key, ())]
     for canon, fs in SURFACE_FORMS.items():
@@ -203,6 +205,26 @@ def found_in(slot: str, value: str, text: str) -> bool:
         distinct = [t for t in vtoks if t not in generic and len(t) >= 4]
         if vt == "name" and distinct and all(f" {t} " in joined for t in distinct):
             return True
+    return False
+
+
+# the nouns that say what a count counts ("3 nights" is a stay, not a party)
+COUNT_NOUNS: Mapping[str, frozenset[str]] = {
+    "stars": frozenset({"star"}),
+    "bookstay": frozenset({"night", "day", "week"}),
+    "bookpeople": frozenset({"people", "person", "guest", "adult", "ticket", "seat", "of"}),
+}
+
+
+def _count_for(key: str, number: str, toks: Sequence[str]) -> bool:
+    """`number` occurs in `toks` as a count of this slot's kind: not followed by a noun
+    that names another slot's count ("3 nights" does not state 3 people)."""
+    others = frozenset().union(*(v for k, v in COUNT_NOUNS.items() if k != key))
+    for i, t in enumerate(toks):
+        if t == number:
+            nxt = toks[i + 1] if i + 1 < len(toks) else ""
+            if nxt not in others:
+                return True
     return False
 
 
@@ -231,6 +253,7 @@ class SlotError:
     value_type: str
     side: Literal["gold", "system"] = "gold"  # whose value `how` and `value_type` describe
     untracked: bool = False  # the system never writes this slot anywhere
+    note: str | None = None  # restated | gold_lags: a drop the gold update does not show
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"slot": self.slot, "kind": self.kind, "system": self.system,
@@ -238,6 +261,8 @@ class SlotError:
                              "value_type": self.value_type, "side": self.side}
         if self.untracked:
             d["untracked"] = True
+        if self.note:
+            d["note"] = self.note
         return d
 
 
@@ -306,9 +331,41 @@ def generic_hotel_type(slot: str, value: str | None, turn: Mapping[str, Any]) ->
     return "guest" not in basic(near)
 
 
+def entity_attribute(slot: str, turn: Mapping[str, Any], gold: Mapping[str, str],
+                     system: Mapping[str, str]) -> bool:
+    """An attribute (area, price, stars, ...) of the entity the agent just named and the
+    user took: MultiWOZ 2.1 copies the agent's description of it into the state, which
+    says nothing about what the user asked for."""
+    dom, key = slot.split("-", 1)
+    names = [n for n in (gold.get(f"{dom}-name"), system.get(f"{dom}-name")) if n]
+    hist = turn.get("history") or []
+    return key != "name" and bool(hist) and any(
+        found_in(f"{dom}-name", n, hist[-1]["agent"]) for n in names)
+
+
+def chosen_train_time(slot: str, system: Mapping[str, str], gold_before: Mapping[str, str]
+                      ) -> bool:
+    """The offered train's own times, where the user gave a leave/arrive constraint: the
+    corpus overwrites the constraint with the chosen train's times; the constraint stands."""
+    times = ("train-leaveat", "train-arriveby")
+    return slot in times and any(t in system or t in gold_before for t in times)
+
+
+def implied_by_held(slot: str, value: str, state: Mapping[str, str]) -> bool:
+    """The value is part of another value s_t holds ("guesthouse" in "rosa's bed and breakfast",
+    "college" in "magdalene college"): naming the entity already says it."""
+    return any(k != slot and k.endswith("-name") and found_in(slot, value, v)
+               for k, v in state.items())
+
+
 def label_turn(turn: Mapping[str, Any], gold_next: Mapping[str, str],
-               tracked: frozenset[str]) -> TurnLabel:
+               tracked: frozenset[str], next_user: str | None = None) -> TurnLabel:
     """Label one imported turn from its system and gold updates (docs/benchmarks.md).
+
+    Two more drops count at this turn although the gold update does not show them:
+    a value the user restates in u_t that s_t still lacks (`restated`), and a value
+    typed in u_t that the corpus records only one turn later (`gold_lags`; `next_user`
+    is u_{t+1}, so a value said again there is left to that turn).
 
     `gold_next` is the corpus state one turn later (for the annotation-lag
     quirk); `tracked` the slots this system ever writes: a value dropped for a slot the
@@ -328,9 +385,16 @@ def label_turn(turn: Mapping[str, Any], gold_next: Mapping[str, str],
             continue
         how = how_appeared(s, gv, turn, others_gold)
         quirk = ("generic_hotel_type" if generic_hotel_type(s, gv, turn) else
+                 "gold_name_dontcare" if s.endswith("-name") and value_key(s, gv) == "dontcare"
+                 else
                  "gold_unsupported" if how == "unsupported" else
                  "gold_lag_previous_turn" if how == "lag" else
                  "gold_from_agent_inform" if how == "accepted_offer" and not accepted else
+                 "gold_entity_attributes" if how == "accepted_offer" and entity_attribute(
+                     s, turn, ga, sa) else
+                 "implied_by_name" if s.endswith("-type") and implied_by_held(s, gv, sa) else
+                 "gold_chosen_train_times" if how == "accepted_offer" and chosen_train_time(
+                     s, sa, gb) else
                  "gold_lag" if s in sys_delta and same_value(s, sys_delta[s], gold_next.get(s))
                  else None)
         if quirk is not None or how == "lag" or how == "unsupported":
@@ -358,6 +422,33 @@ def label_turn(turn: Mapping[str, Any], gold_next: Mapping[str, str],
         kind = "wrong" if s in ga else "extra"
         out.errors.append(SlotError(s, kind, sv, ga.get(s), how, value_type(s, sv, how),
                                     side="system"))
+    flagged = {e.slot for e in out.errors}
+    wf = f"{turn['workflow']}-"  # drops the gold update misses: this turn's workflow only
+    for s, gv in sorted(ga.items()):  # restated in u_t, still missing from s_t
+        if (s in gold_delta or s in flagged or s in sys_delta or not s.startswith(wf)
+                or same_value(s, sa.get(s), gv)
+                or SLOT_VALUE_TYPE.get(s.split("-", 1)[1]) == "number"
+                or value_key(s, gv) == "dontcare" or generic_hotel_type(s, gv, turn)
+                or not found_in(s, gv, turn["user"]) or implied_by_held(s, gv, sa)):
+            continue
+        out.errors.append(SlotError(s, "dropped", sa.get(s), gv, "typed",
+                                    value_type(s, gv, "typed"), note="restated",
+                                    untracked=s not in tracked))
+        flagged.add(s)
+    for s, gv in sorted(gold_next.items()):  # typed now, recorded by the corpus later
+        if (s in flagged or not s.startswith(wf) or same_value(s, ga.get(s), gv)
+                or same_value(s, sa.get(s), gv) or value_key(s, gv) == "dontcare"
+                or SLOT_VALUE_TYPE.get(s.split("-", 1)[1]) == "number"
+                or generic_hotel_type(s, gv, turn) or not found_in(s, gv, turn["user"])
+                or implied_by_held(s, gv, sa)
+                or (next_user is not None and found_in(s, gv, next_user))):
+            continue
+        how = how_appeared(s, gv, turn, others_gold)
+        if how != "typed":
+            continue
+        out.errors.append(SlotError(s, "dropped", sa.get(s), gv, how, value_type(s, gv, how),
+                                    note="gold_lags", untracked=s not in tracked))
+        flagged.add(s)
     for s in sorted(set(sb) - set(sa)):
         if s in ga and s not in gold_delta and s in tracked:
             gv = ga[s]
@@ -395,7 +486,7 @@ def label_system(system: str, turns: Sequence[TurnDict]) -> list[TurnDict]:
     for t in turns:
         nxt = by_key.get((t["dialogue_id"], int(t["turn_id"]) + 1))
         gold_next = (nxt or t)["meta"]["corpus_state_after"]
-        lab = label_turn(t, gold_next, tracked)
+        lab = label_turn(t, gold_next, tracked, nxt["user"] if nxt else None)
         line = dict(t)
         line["dialogue_id"] = f"{system}/{t['dialogue_id']}"
         meta = dict(t["meta"])
