@@ -177,9 +177,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="markdown tables, not JSON")
     ap.add_argument("--raw", action="store_true", help="score against the raw labels "
                                                        "(meta.raw_label), not the gold")
+    ap.add_argument("--system", help="only this system's turns (augpt, damd, ...)")
     args = ap.parse_args(argv)
-    s = score_natural(read_jsonl(args.slice), read_jsonl(args.verdicts), raw=args.raw)
-    name = args.slice.name + (" (raw labels)" if args.raw else "")
+    lines = [t for t in read_jsonl(args.slice)
+             if args.system is None or t["meta"]["system"] == args.system]
+    s = score_natural(lines, read_jsonl(args.verdicts), raw=args.raw)
+    name = args.slice.name + (" (raw labels)" if args.raw else "") + (
+        f" [{args.system}]" if args.system else "")
     sys.stdout.write(markdown(name, s) if args.markdown
                      else json.dumps(s, indent=1) + "\n")
     return 0
