@@ -207,3 +207,14 @@ def test_scorer_counts_and_iuv_coverage() -> None:
     assert s["iuv_coverage"]["area"]["fired"] == 1.0
     with pytest.raises(ValueError, match="no verdict"):
         score_natural(lines, verdicts[:2])
+
+
+def test_cli_natural_reports_missing_data(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from sage_tod.cli.app import app
+
+    res = CliRunner().invoke(app, ["slices", "natural", "--out", str(tmp_path / "o"),
+                                   "--data", str(tmp_path)])
+    assert res.exit_code == 2
+    assert "missing data file" in res.output and "Traceback" not in res.output

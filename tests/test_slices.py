@@ -118,15 +118,15 @@ def test_allocation_helpers() -> None:
 
 def test_cli_build_and_errors(tmp_path: Path) -> None:
     runner = CliRunner()
-    res = runner.invoke(slices_app, ["--out", str(tmp_path / "o"), "--data", str(FIX),
+    res = runner.invoke(slices_app, ["build", "--out", str(tmp_path / "o"), "--data", str(FIX),
                                      "--slices", "dev"])
     assert res.exit_code == 0, res.output
     assert "dev" in res.output and (tmp_path / "o" / "dev.jsonl").exists()
-    res = runner.invoke(slices_app, ["--out", str(tmp_path / "a"), "--data", str(FIX),
+    res = runner.invoke(slices_app, ["build", "--out", str(tmp_path / "a"), "--data", str(FIX),
                                      "--slices", "abcd-uv"])
     assert res.exit_code == 2
     assert "abcd_v1.1.json.gz" in res.output and not (tmp_path / "a").exists()
-    res = runner.invoke(slices_app, ["--out", str(tmp_path / "b"), "--data", str(FIX),
+    res = runner.invoke(slices_app, ["build", "--out", str(tmp_path / "b"), "--data", str(FIX),
                                      "--slices", "nope"])
     assert res.exit_code == 2 and "unknown slice" in res.output
 

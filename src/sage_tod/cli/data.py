@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from sage_tod.cli.natural import natural_cmd
 from sage_tod.contracts.criteria import CLASS_NAMES
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import parse_spec
@@ -118,3 +119,6 @@ def build_cmd(
     out.print(_counts_table(manifest))
     out.print(f"wrote {len(manifest['slices'])} slice(s), specs and manifest.json to {out_dir}",
               highlight=False)
+
+
+slices_app.command("natural")(natural_cmd)
