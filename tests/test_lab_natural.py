@@ -18,9 +18,9 @@ from sage_tod.lab.natural import (
     label_system,
     label_turn,
     read_audit,
-    same_value,
 )
 from sage_tod.lab.natural_score import in_scope, score_natural
+from sage_tod.lab.natural_values import same_value
 
 FIX = Path(__file__).parent / "fixtures" / "mwzeval"
 DATA_FIX = Path(__file__).parent / "fixtures" / "datasets"

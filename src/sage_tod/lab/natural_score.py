@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sage_tod.lab.natural import VALUE_TYPES, same_value
+from sage_tod.lab.natural_values import VALUE_TYPES, same_value
 from sage_tod.outputs.scoring import PRF, prf
 
 # values the user supplies in u_t itself: what an IUV criterion is about
