@@ -5,6 +5,7 @@ Fixtures are excerpts of real prediction files and of the corpus (tests/fixtures
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,7 @@ def test_errors_name_file_dialogue_and_turn(tmp_path: Path, spec: SpecBundle) ->
         read_mwzeval(_write(tmp_path, shape), CORPUS, spec)
 
 
-def test_cli_import(tmp_path: Path, spec: SpecBundle) -> None:
+def test_cli_import(tmp_path: Path, spec: SpecBundle, monkeypatch: pytest.MonkeyPatch) -> None:
     from sage_tod.lab.slices import dump_spec
 
     spec_path = tmp_path / "spec.yaml"
@@ -123,7 +124,20 @@ def test_cli_import(tmp_path: Path, spec: SpecBundle) -> None:
     assert res.exit_code == 0, res.output
     assert len(out.read_text(encoding="utf-8").splitlines()) > 5
     bad = _write(tmp_path, {"pmul9999": []})
-    res = runner.invoke(app, ["import", "mwzeval", str(bad), "--out", str(out), "--spec",
-                              str(spec_path), "--corpus", str(CORPUS)])
+    res = runner.invoke(app, ["import", "mwzeval", str(bad), "--out", str(tmp_path / "b.jsonl"),
+                              "--spec", str(spec_path), "--corpus", str(CORPUS)])
     assert res.exit_code == 2
     assert "unknown dialogue id" in res.output and "Traceback" not in res.output
+    # evaluating the predictions directly reads them the same way (the corpus from the
+    # data directory: a copy of the fixture laid out like it)
+    data = tmp_path / "data" / "multiwoz" / "mwz21_convlab2"
+    data.mkdir(parents=True)
+    with gzip.open(data / "test.json.gz", "wt", encoding="utf-8") as fh:
+        fh.write(CORPUS.read_text(encoding="utf-8"))
+    monkeypatch.setenv("SAGE_TOD_DATA", str(tmp_path / "data"))
+    res = runner.invoke(app, ["evaluate", "--spec", str(spec_path), "--turns",
+                              str(FIX / "damd_excerpt.json"), "--format", "mwzeval",
+                              "--out", str(tmp_path / "v.jsonl"), "--config", "s1"])
+    assert res.exit_code == 0, res.output
+    assert len((tmp_path / "v.jsonl").read_text(encoding="utf-8").splitlines()) == len(
+        out.read_text(encoding="utf-8").splitlines())

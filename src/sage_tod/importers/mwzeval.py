@@ -30,9 +30,10 @@ No dialogue acts are produced (the format has none), so the turns are text-only.
 The corpus's own states ride along in `meta` (`corpus_state_before/after`) for
 benchmarks; the evaluator never reads `meta`.
 
-This is runtime code (a user imports their own system's predictions), so it
-reads the corpus format itself rather than through the research-side loader
-in `sage_tod.lab.datasets.multiwoz`; both follow the same documented rules.
+The corpus format (states, the workflow rule) is read through
+`sage_tod.importers.multiwoz_dialogues`, as the dataset loader reads it. The
+`sage-tod import mwzeval` / `evaluate --format mwzeval` commands reach this
+module through the format registry (`sage_tod.importers.base`).
 """
 
 from __future__ import annotations
@@ -42,22 +43,22 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle
+from sage_tod.importers.multiwoz_dialogues import DOMAINS, flat_state, turn_domain
 from sage_tod.locations import checkout_root
-from sage_tod.text.normalize import is_dontcare, is_unset
+from sage_tod.text import is_dontcare, is_unset
 
 TurnDict = dict[str, Any]
 UnknownSlots = Literal["error", "drop"]
 
 # mwzeval key (spaces removed, lower case) -> the MultiWOZ metadata key it abbreviates
 SLOT_ALIASES: Mapping[str, str] = {"arrive": "arriveby", "leave": "leaveat"}
-DOMAINS: tuple[str, ...] = ("taxi", "hotel", "restaurant", "train", "attraction")
 SPLIT_FILES: Mapping[str, str] = {"test": "multiwoz/mwz21_convlab2/test.json.gz",
                                   "val": "multiwoz/mwz21_convlab2/val.json.gz"}
 _CLITIC_RE = re.compile(r"(\w) (n't|'s|'re|'ll|'m|'ve|'d)\b")
@@ -102,51 +103,6 @@ def clean_value(value: str) -> str:
     if is_dontcare(v) or v.replace(" ", "") in {"don'tcare", "don'tcare.", "dontcare"}:
         return "dontcare"
     return _SPACED_CLOCK_RE.sub(r"\1:\2", _CLITIC_RE.sub(r"\1\2", v))
-
-
-def flat_state(metadata: Mapping[str, Any], slot_names: frozenset[str]) -> dict[str, str]:
-    """Corpus metadata -> flat {domain-slot: value} (`semi` key k of domain d is `d-k`,
-    `book` key k is `d-bookk`, lower-cased); unset values and slots outside the spec omitted."""
-    out: dict[str, str] = {}
-    for dom in DOMAINS:
-        md = metadata.get(dom) or {}
-        for part, prefix in (("semi", ""), ("book", "book")):
-            for k, v in (md.get(part) or {}).items():
-                name = f"{dom}-{prefix}{k.lower()}"
-                if k != "booked" and isinstance(v, str) and not is_unset(v) and (
-                        name in slot_names):
-                    out[name] = v
-    return dict(sorted(out.items()))
-
-
-def _act_domains(acts: Mapping[str, Any]) -> Iterator[tuple[str, int]]:
-    for act, pairs in acts.items():
-        dom = act.split("-", 1)[0].lower()
-        if dom not in ("general", "booking"):
-            yield dom, max(1, len(pairs))
-
-
-def turn_domain(user_acts: Mapping[str, Any], sys_acts: Mapping[str, Any],
-                before: Mapping[str, str], after: Mapping[str, str],
-                previous: str | None) -> tuple[str | None, str]:
-    """(domain, rule) of a corpus turn: most slot acts of the user, else of the system
-    (ties: first in act order), else the first domain whose gold state changed, else the
-    previous turn's."""
-    for rule, acts in (("user_acts", user_acts), ("system_acts", sys_acts)):
-        votes: Counter[str] = Counter()
-        order: list[str] = []
-        for dom, n in _act_domains(acts):
-            votes[dom] += n
-            order.append(dom)
-        if votes:
-            best = max(votes.values())
-            return next(d for d in order if votes[d] == best), rule
-    changed = {s.split("-", 1)[0] for s in set(before) | set(after)
-               if before.get(s) != after.get(s)}
-    for dom in DOMAINS:
-        if dom in changed:
-            return dom, "state_change"
-    return previous, "previous_turn"
 
 
 def read_predictions(path: str | Path) -> dict[str, list[dict[str, Any]]]:
@@ -216,7 +172,7 @@ def system_state(state: Mapping[str, Mapping[str, str]], slot_names: frozenset[s
             if name is None:
                 if unknown_slots == "error":
                     raise InputError(where, f"unknown slot '{dom}-{key}': the spec has no "
-                                     "such slot (use --drop-unknown-slots to leave it out)",
+                                     "such slot (unknown_slots='drop' leaves it out)",
                                      field=f"state.{dom}.{key}")
                 counts.dropped_slots[f"{dom}-{key}"] += 1
                 continue

@@ -29,12 +29,12 @@ from sage_tod.lab.datasets.common import TurnDict, dumps_line, write_jsonl
 from sage_tod.lab.datasets.paths import data_root, require
 from sage_tod.lab.natural_values import (
     SLOT_VALUE_TYPE,
+    basic,
     found_in,
     same_value,
     value_key,
     value_type,
 )
-from sage_tod.text.normalize import basic
 
 SYSTEMS: tuple[str, ...] = ("augpt", "damd", "dots", "labes", "mintl", "soloist")
 MWZEVAL_DIR = "mwzeval"
