@@ -40,6 +40,7 @@ from sage_tod.contracts.verdicts import (
 )
 from sage_tod.evaluation.configs import config_names, get_config
 from sage_tod.evaluation.evaluator import Evaluator
+from sage_tod.integrations.gate_cli import gate as gate_cmd
 from sage_tod.outputs.console import err, out
 from sage_tod.outputs.render import explain as render_explain
 from sage_tod.outputs.render import score_table, summary_table, verdict_table
@@ -57,6 +58,7 @@ app.add_typer(models_app, name="models", help="NLI models for S2: train, measure
 app.add_typer(llm_app, name="llm", help="LLM endpoints: local server, ping, baselines, router.")
 app.command("calibrate")(nli_calibrate)
 register_import(app)
+app.command("gate")(gate_cmd)
 
 T = TypeVar("T")
 

@@ -1,0 +1,112 @@
+"""A DeepEval conversational metric backed by sage-tod: no LLM key, same score every run.
+
+    from deepeval import assert_test
+    from deepeval.test_case import ConversationalTestCase, Turn
+    from sage_tod.integrations.deepeval import SageTodMetric
+
+    metric = SageTodMetric("spec.yaml", threshold=1.0)
+    case = ConversationalTestCase(name="booking-1", metadata={"workflow": "restaurant_booking"},
+        turns=[Turn(role="user", content="A table for 4, please."),
+               Turn(role="assistant", content="For how many?", metadata={"state": {}})])
+    assert_test(case, [metric])      # fails: the agent ignored '4' (IUV), with the evidence
+
+Score = the share of the conversation's turns that sage-tod judges acceptable;
+`success` = score >= threshold, as in every DeepEval metric. `strict_mode`
+sets the threshold to 1 and the score to 0 unless every turn is acceptable.
+An undecided turn is not acceptable, so it lowers the score (count it as
+passing with `undecided_passes=True`). Each turn's state comes from the
+`Turn.metadata` / test case metadata or a tool mapping (see
+`sage_tod.integrations.conversation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+try:
+    from deepeval.metrics import BaseConversationalMetric
+    from deepeval.test_case import ConversationalTestCase
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("sage_tod.integrations.deepeval needs DeepEval: "
+                      "pip install 'sage-tod[deepeval]'") from exc
+
+from sage_tod.evaluator import Evaluator
+from sage_tod.integrations.conversation import (
+    Conversation,
+    ConversationJudge,
+    Message,
+    ToolCall,
+    ToolSlots,
+    reason,
+    turn_summary,
+)
+from sage_tod.spec import SpecBundle
+from sage_tod.verdicts import Verdict
+
+
+def to_conversation(case: ConversationalTestCase) -> Conversation:
+    """DeepEval turns -> the neutral transcript (tools_called become tool calls)."""
+    msgs = [Message(role=t.role, content=t.content,
+                    tool_calls=tuple(ToolCall(c.name, dict(c.input_parameters or {}))
+                                     for c in (t.tools_called or [])),
+                    metadata=t.metadata)
+            for t in case.turns]
+    return Conversation(case.name or "conversation", msgs, case.metadata)
+
+
+class SageTodMetric(BaseConversationalMetric):  # type: ignore[misc]
+    """DeepEval metric: share of acceptable turns, reason = fired criteria with evidence."""
+
+    def __init__(self, spec: SpecBundle | str | Path, *, threshold: float = 0.5,
+                 strict_mode: bool = False, config: str = "core",
+                 workflow: str | None = None, tool_slots: ToolSlots | None = None,
+                 undecided_passes: bool = False, include_reason: bool = True,
+                 verbose_mode: bool = False, evaluator: Evaluator | None = None,
+                 options: Mapping[str, Any] | None = None) -> None:
+        self.threshold = 1.0 if strict_mode else threshold
+        self.strict_mode = strict_mode
+        self.include_reason = include_reason
+        self.verbose_mode = verbose_mode
+        self.async_mode = False  # nothing to await: S1/S2 run locally
+        self.undecided_passes = undecided_passes
+        self.evaluation_model = None
+        self.evaluation_cost = 0.0
+        self.judge = ConversationJudge(spec, config=config, workflow=workflow,
+                                       tool_slots=tool_slots, evaluator=evaluator,
+                                       options=options)
+        self.verdicts: list[Verdict] = []
+
+    def measure(self, test_case: ConversationalTestCase, *args: Any, **kwargs: Any) -> float:
+        self.error = None
+        self.verdicts = self.judge.judge(to_conversation(test_case), source="deepeval")
+        good = sum(v.verdict == "acceptable"
+                   or (self.undecided_passes and v.verdict == "undecided")
+                   for v in self.verdicts)
+        score = good / len(self.verdicts)
+        if self.strict_mode and score < self.threshold:
+            score = 0.0
+        self.score = score
+        self.score_breakdown = {f"turn {v.turn_id}": turn_summary(v) for v in self.verdicts}
+        self.evaluation_cost = sum(v.cost_usd for v in self.verdicts)
+        self.reason = reason(self.verdicts) if self.include_reason else None
+        self.success = self.is_successful()
+        if self.verbose_mode:
+            self.verbose_logs = reason(self.verdicts)
+        return score
+
+    async def a_measure(self, test_case: ConversationalTestCase, *args: Any,
+                        **kwargs: Any) -> float:
+        return self.measure(test_case)
+
+    def is_successful(self) -> bool:
+        if self.error is not None or self.score is None:
+            self.success = False
+        else:
+            self.success = bool(self.score >= self.threshold)
+        return bool(self.success)
+
+    @property
+    def __name__(self) -> str:  # type: ignore[override]
+        return "SAGE-TOD workflow"
