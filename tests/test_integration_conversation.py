@@ -1,0 +1,103 @@
+"""The one transcript -> turns mapping the DeepEval, Inspect and MLflow adapters share."""
+
+from __future__ import annotations
+
+import pytest
+
+from sage_tod import Evaluator, InputError, demo, load_spec, load_turns
+from sage_tod.integrations.conversation import (
+    Conversation,
+    ConversationJudge,
+    Message,
+    ToolCall,
+    acceptable_share,
+    from_turns,
+    reason,
+    to_turns,
+)
+
+
+@pytest.fixture(scope="module")
+def demo_records():
+    spec = load_spec(demo.spec_path())
+    return spec, load_turns(demo.turns_path(), spec).records
+
+
+def test_turns_file_round_trips_through_transcripts(demo_records):
+    spec, records = demo_records
+    convs = from_turns(records)
+    assert len(convs) == len({r.turn.dialogue_id for r in records})
+    back = [r for c in convs for r in to_turns(c, spec)]
+    assert len(back) == len(records)
+    for a, b in zip(records, back, strict=True):
+        assert (b.turn.dialogue_id, b.turn.user, b.turn.agent) == (
+            a.turn.dialogue_id, a.turn.user, a.turn.agent)
+        assert b.turn.after() == a.turn.after() and b.turn.before() == a.turn.before()
+        assert b.turn.agent_acts == a.turn.agent_acts and b.gold == a.gold
+        assert b.turn.history == a.turn.history
+    ev = Evaluator(spec, "s1")
+    assert [v.verdict for v in ev.evaluate(back)] == [v.verdict for v in ev.evaluate(records)]
+
+
+def test_tool_calls_write_slots_through_a_mapping(spec):
+    conv = Conversation("tools-1", [
+        Message("system", "You book tables."),
+        Message("user", "Italian in the centre please."),
+        Message("assistant", "", tool_calls=(ToolCall("search", {"food": "italian",
+                                                                  "area": "centre"}),)),
+        Message("tool", '{"results": ["Pizza Hut"]}'),
+        Message("assistant", "Pizza Hut is an Italian place in the centre. Shall I book it?"),
+        Message("user", "Yes, for 4 people."),
+        Message("assistant", "Which time would you like?",
+                tool_calls=(ToolCall("choose", {"name": "pizza hut"}),)),
+        Message("user", "Thanks, bye"),  # no reply: not a turn
+    ], metadata={"workflow": "rest"})
+    slots = {"search": {"food": "food", "area": "area"}, "choose": {"name": "name"},
+             "book": {"people": "people"}}
+    recs = to_turns(conv, spec, tool_slots=slots)
+    assert [r.turn.user for r in recs] == ["Italian in the centre please.",
+                                           "Yes, for 4 people."]
+    assert recs[0].turn.agent.startswith("Pizza Hut is")
+    assert recs[0].turn.after() == {"food": "italian", "area": "centre"}
+    assert recs[1].turn.before() == recs[0].turn.after()
+    assert recs[1].turn.after() == {"food": "italian", "area": "centre", "name": "pizza hut"}
+    assert recs[1].turn.history[0].user == "Italian in the centre please."
+    verdicts = list(Evaluator(spec, "s1").evaluate(recs))
+    # the agent never recorded the party size the user gave: IUV with the span
+    assert verdicts[1].verdict == "failure" and "IUV" in verdicts[1].classes
+    assert "'4'" in reason(verdicts) and "repair:" in reason(verdicts)
+    assert acceptable_share(verdicts) == sum(v.verdict == "acceptable" for v in verdicts) / 2
+
+
+def test_states_from_conversation_metadata_and_namespaced_keys(spec):
+    conv = Conversation("meta-1", [Message("user", "Somewhere north."),
+                                   Message("assistant", "North it is. Which food?")],
+                        metadata={"sage_tod": {"workflow": "rest", "states": [{"area": "north"}],
+                                               "initial_state": {"food": None}}})
+    (rec,) = to_turns(conv, spec)
+    assert rec.turn.after() == {"area": "north"} and rec.turn.state_before == {"food": None}
+
+
+def test_missing_state_unknown_slot_and_ambiguous_workflow_are_located_errors(spec):
+    msgs = [Message("user", "Hi"), Message("assistant", "Hello")]
+    with pytest.raises(InputError, match=r"<conversation c1>:0: field 'state': turn 0 has no"):
+        to_turns(Conversation("c1", msgs), spec, workflow="rest")
+    bad = [Message("user", "Hi"), Message("assistant", "Hello", metadata={"state": {"x": "1"}})]
+    with pytest.raises(InputError, match=r"<deepeval c2>:0: field 'state_after.x'"):
+        to_turns(Conversation("c2", bad), spec, workflow="rest", source="deepeval")
+    with pytest.raises(InputError, match="no workflow"):
+        to_turns(Conversation("c3", bad), spec)
+    with pytest.raises(InputError, match="no assistant reply"):
+        to_turns(Conversation("c4", [Message("user", "Hi")]), spec, workflow="rest")
+
+
+def test_judge_builds_its_evaluator_once(spec):
+    judge = ConversationJudge(spec, config="s1", workflow="rest")
+    conv = Conversation("j", [Message("user", "North please."),
+                              Message("assistant", "Done.", metadata={"state": {"area": "north"}})])
+    first = judge.judge(conv)
+    ev = judge.evaluator
+    again = judge.judge(conv)
+    assert [v.criteria for v in again] == [v.criteria for v in first]
+    assert judge.evaluator is ev
+    assert first[0].config == "s1"
