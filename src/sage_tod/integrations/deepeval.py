@@ -21,7 +21,7 @@ passing with `undecided_passes=True`). Each turn's state comes from the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +39,12 @@ from sage_tod.integrations.conversation import (
     Message,
     ToolCall,
     ToolSlots,
+    from_turns,
     reason,
     turn_summary,
 )
 from sage_tod.spec import SpecBundle
+from sage_tod.turns import TurnRecord
 from sage_tod.verdicts import Verdict
 
 
@@ -56,6 +58,18 @@ def to_conversation(case: ConversationalTestCase) -> Conversation:
     return Conversation(case.name or "conversation", msgs, case.metadata)
 
 
+def to_test_cases(records: Sequence[TurnRecord]) -> list[ConversationalTestCase]:
+    """A recorded sage-tod turns file -> one DeepEval test case per dialogue."""
+    from deepeval.test_case import Turn
+
+    return [ConversationalTestCase(
+        name=c.id, metadata=dict(c.metadata or {}),
+        turns=[Turn(role="user" if m.role == "user" else "assistant", content=m.content,
+                    metadata=dict(m.metadata) if m.metadata else None)
+               for m in c.messages])
+        for c in from_turns(records)]
+
+
 class SageTodMetric(BaseConversationalMetric):  # type: ignore[misc]
     """DeepEval metric: share of acceptable turns, reason = fired criteria with evidence."""
 
@@ -65,17 +79,25 @@ class SageTodMetric(BaseConversationalMetric):  # type: ignore[misc]
                  undecided_passes: bool = False, include_reason: bool = True,
                  verbose_mode: bool = False, evaluator: Evaluator | None = None,
                  options: Mapping[str, Any] | None = None) -> None:
+        # DeepEval copies a metric per test case by calling __init__ again with the
+        # attributes named like its parameters, so each parameter is kept as one;
+        # the evaluator is built here once and handed to the copies.
+        self.evaluator = evaluator or Evaluator(spec, config, options=options)
+        self.spec = self.evaluator.spec
+        self.config = self.evaluator.config
+        self.options = options
+        self.workflow = workflow
+        self.tool_slots = tool_slots
         self.threshold = 1.0 if strict_mode else threshold
         self.strict_mode = strict_mode
         self.include_reason = include_reason
         self.verbose_mode = verbose_mode
-        self.async_mode = False  # nothing to await: S1/S2 run locally
         self.undecided_passes = undecided_passes
+        self.async_mode = False  # nothing to await: S1/S2 run locally
         self.evaluation_model = None
         self.evaluation_cost = 0.0
-        self.judge = ConversationJudge(spec, config=config, workflow=workflow,
-                                       tool_slots=tool_slots, evaluator=evaluator,
-                                       options=options)
+        self.judge = ConversationJudge(self.spec, workflow=workflow, tool_slots=tool_slots,
+                                       evaluator=self.evaluator)
         self.verdicts: list[Verdict] = []
 
     def measure(self, test_case: ConversationalTestCase, *args: Any, **kwargs: Any) -> float:
