@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test test-slow lint typecheck unit install clean
+.PHONY: demo test test-slow lint typecheck unit install clean test-integrations
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "sage-tod needs Python 3.11+"'
@@ -23,8 +23,8 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/sage-tod demo
 
-## Install everything; lint, type-check and run the test suite.
-test: $(STAMP) lint typecheck unit
+## Install everything; lint, type-check and run the test suite (integrations included).
+test: $(STAMP) lint typecheck unit test-integrations
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
@@ -36,6 +36,30 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest
 
+## MLflow, DeepEval and Inspect integrations against the real libraries, in their own
+## venv: DeepEval pins click<8.4, the nli extra's huggingface-hub needs click>=8.4.2
+## (pyproject.toml). About 1 min to install, 30 s to run, on 2 cores.
+VENV_INT ?= .venv-integrations
+BIN_INT := $(VENV_INT)/bin
+STAMP_INT := $(VENV_INT)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+INT_ENV := DEEPEVAL_TELEMETRY_OPT_OUT=YES DEEPEVAL_UPDATE_WARNING_OPT_IN=NO \
+	DEEPEVAL_CACHE_FOLDER=$(abspath $(VENV_INT))/deepeval-cache INSPECT_DISPLAY=none
+
+$(BIN_INT)/python:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "sage-tod needs Python 3.11+"'
+	$(PYTHON) -m venv $(VENV_INT)
+	$(BIN_INT)/python -m pip install --quiet --upgrade pip
+
+$(STAMP_INT): $(BIN_INT)/python pyproject.toml
+	$(BIN_INT)/python -m pip install --quiet -e ".[dev,mlflow,deepeval,inspect]"
+	rm -f $(VENV_INT)/.installed-*
+	touch $(STAMP_INT)
+
+test-integrations: $(STAMP_INT)
+	$(BIN_INT)/mypy --follow-imports=silent src/sage_tod/integrations
+	$(INT_ENV) $(BIN_INT)/pytest -q tests/test_integration_deepeval.py \
+	  tests/test_integration_inspect.py tests/test_integration_mlflow.py
+
 ## The local-LLM path (llama.cpp server + SmolLM2): builds llama-cpp-python (~6 min).
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 test-slow: $(STAMP)
@@ -44,4 +68,4 @@ test-slow: $(STAMP)
 	$(BIN)/pytest -m slow
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VENV_INT) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -75,11 +75,11 @@ def test_action_yml_passes_every_input_to_the_script():
         if name in ("python-version", "upload-artifact"):
             continue  # used by the other steps
         var = "INPUT_" + name.upper().replace("-", "_")
-        assert env[var] == "${{ inputs.%s }}" % name
+        assert env[var] == f"${{{{ inputs.{name} }}}}"
     used = set(re.findall(r"\bINPUT_[A-Z0-9_]+", SCRIPT.read_text(encoding="utf-8")))
     assert used <= set(env), used - set(env)
     for name, out in action["outputs"].items():
-        assert out["value"] == "${{ steps.run.outputs.%s }}" % name
+        assert out["value"] == f"${{{{ steps.run.outputs.{name} }}}}"
 
 
 @needs_cli

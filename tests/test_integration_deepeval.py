@@ -20,11 +20,11 @@ os.environ.setdefault("DEEPEVAL_UPDATE_WARNING_OPT_IN", "NO")
 pytest.importorskip("deepeval", reason="DeepEval is not installed: pip install "
                                        "'sage-tod[deepeval]' (make test-integrations)")
 
-from deepeval import assert_test, evaluate  # noqa: E402
-from deepeval.test_case import ConversationalTestCase, ToolCall, Turn  # noqa: E402
+from deepeval import assert_test, evaluate
+from deepeval.test_case import ConversationalTestCase, ToolCall, Turn
 
-from sage_tod import Evaluator, demo, load_spec, load_turns  # noqa: E402
-from sage_tod.integrations.deepeval import SageTodMetric, to_test_cases  # noqa: E402
+from sage_tod import Evaluator, demo, load_spec, load_turns
+from sage_tod.integrations.deepeval import SageTodMetric, to_test_cases
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +112,7 @@ def test_tool_calls_in_deepeval_turns_feed_the_state(spec):
 
 
 def test_deepeval_test_run_cli(demo_cases, tmp_path):
-    spec, cases, by_dialogue = demo_cases
+    _, _, by_dialogue = demo_cases
     clean, failing = _pick(by_dialogue, clean=True), _pick(by_dialogue, clean=False)
     test_file = tmp_path / "test_agent.py"
     test_file.write_text(f"""

@@ -17,11 +17,11 @@ import pytest
 pytest.importorskip("inspect_ai", reason="Inspect is not installed: pip install "
                                          "'sage-tod[inspect]' (make test-integrations)")
 
-from inspect_ai import Task, eval  # noqa: E402
-from inspect_ai import score as rescore  # noqa: E402
-from inspect_ai.dataset import Sample  # noqa: E402
-from inspect_ai.log import read_eval_log  # noqa: E402
-from inspect_ai.model import (  # noqa: E402
+from inspect_ai import Task, eval
+from inspect_ai import score as rescore
+from inspect_ai.dataset import Sample
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageSystem,
     ChatMessageTool,
@@ -30,13 +30,13 @@ from inspect_ai.model import (  # noqa: E402
     ModelUsage,
     get_model,
 )
-from inspect_ai.scorer import Target  # noqa: E402
-from inspect_ai.solver import Generate, TaskState, solver  # noqa: E402
-from inspect_ai.tool import ToolCall  # noqa: E402
+from inspect_ai.scorer import Target
+from inspect_ai.solver import Generate, TaskState, solver
+from inspect_ai.tool import ToolCall
 
-from sage_tod import Evaluator, demo, load_spec, load_turns  # noqa: E402
-from sage_tod.integrations.conversation import from_turns, to_turns  # noqa: E402
-from sage_tod.integrations.inspect import workflow_scorer  # noqa: E402
+from sage_tod import Evaluator, demo, load_spec, load_turns
+from sage_tod.integrations.conversation import from_turns, to_turns
+from sage_tod.integrations.inspect import workflow_scorer
 
 
 def _state(messages, metadata, sample_id="s") -> TaskState:
@@ -110,7 +110,8 @@ def _run_eval(spec_path: Path, log_dir: Path):
     model = get_model("mockllm/model", custom_outputs=outputs)
     task = Task(
         dataset=[Sample(input="", id="booking-1", metadata={
-            "workflow": "rest", "user_turns": ["Somewhere in the north.", "Chinese food for 3 people, please."],
+            "workflow": "rest",
+            "user_turns": ["Somewhere in the north.", "Chinese food for 3 people, please."],
             "states": [{"area": "north"}, {"area": "north", "food": "chinese"}]})],
         solver=replay_user_turns(),
         scorer=workflow_scorer(str(spec_path), config="s1"))
@@ -143,7 +144,8 @@ def test_offline_eval_logs_the_score_and_inspect_score_rescores_it(spec_path, tm
     inspect_cli = Path(sys.executable).parent / "inspect"
     out_log = tmp_path / "rescored.eval"
     r = subprocess.run([str(inspect_cli), "score", log.location, "--scorer",
-                        "sage_tod/workflow_scorer", "-S", f"spec_file={spec_path}", "-S", "config=s1",
+                        "sage_tod/workflow_scorer", "-S", f"spec_file={spec_path}",
+                        "-S", "config=s1",
                         "--action", "overwrite", "--output-file", str(out_log)],
                        env=env, capture_output=True, text=True, timeout=300, check=False)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

@@ -15,29 +15,35 @@ pytest.importorskip("mlflow", reason="MLflow is not installed: pip install "
                                      "'sage-tod[mlflow]' (make test-integrations)")
 pytest.importorskip("sqlalchemy", reason="the sqlite tracking store needs sqlalchemy")
 
-import mlflow  # noqa: E402
-from mlflow import MlflowClient  # noqa: E402
+import mlflow
+from mlflow import MlflowClient
 
-from sage_tod import Evaluator, demo, load_spec, load_turns  # noqa: E402
-from sage_tod.integrations.conversation import from_turns  # noqa: E402
-from sage_tod.integrations.mlflow import (  # noqa: E402
+from sage_tod import Evaluator, demo, load_spec, load_turns
+from sage_tod.integrations.conversation import from_turns
+from sage_tod.integrations.mlflow import (
     log_evaluation,
     session_scorer,
     spec_hash,
 )
-from sage_tod.scoring import score  # noqa: E402
+from sage_tod.scoring import score
+
+
+@pytest.fixture(scope="module")
+def tracking_uri(tmp_path_factory):
+    """One sqlite tracking store for the module (its schema migration takes seconds)."""
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch):
-    """A file-backed (sqlite) tracking store and artifact root, private to the test."""
+def store(tracking_uri, tmp_path, monkeypatch, request):
+    """A private experiment (and artifact root) in the file-backed tracking store."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    mlflow.set_tracking_uri(uri)
-    exp = mlflow.create_experiment("sage-tod", artifact_location=(tmp_path / "art").as_uri())
+    mlflow.set_tracking_uri(tracking_uri)
+    exp = mlflow.create_experiment(request.node.name,
+                                   artifact_location=(tmp_path / "art").as_uri())
     mlflow.set_experiment(experiment_id=exp)
-    yield MlflowClient(uri)
+    yield MlflowClient(tracking_uri)
     if mlflow.active_run():
         mlflow.end_run()
     mlflow.set_tracking_uri(None)

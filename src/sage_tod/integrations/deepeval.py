@@ -70,7 +70,7 @@ def to_test_cases(records: Sequence[TurnRecord]) -> list[ConversationalTestCase]
         for c in from_turns(records)]
 
 
-class SageTodMetric(BaseConversationalMetric):  # type: ignore[misc]
+class SageTodMetric(BaseConversationalMetric):  # type: ignore[misc,no-untyped-call]
     """DeepEval metric: share of acceptable turns, reason = fired criteria with evidence."""
 
     def __init__(self, spec: SpecBundle | str | Path, *, threshold: float = 0.5,
@@ -107,7 +107,7 @@ class SageTodMetric(BaseConversationalMetric):  # type: ignore[misc]
                    or (self.undecided_passes and v.verdict == "undecided")
                    for v in self.verdicts)
         score = good / len(self.verdicts)
-        if self.strict_mode and score < self.threshold:
+        if self.strict_mode and score < 1.0:
             score = 0.0
         self.score = score
         self.score_breakdown = {f"turn {v.turn_id}": turn_summary(v) for v in self.verdicts}
@@ -126,7 +126,7 @@ class SageTodMetric(BaseConversationalMetric):  # type: ignore[misc]
         if self.error is not None or self.score is None:
             self.success = False
         else:
-            self.success = bool(self.score >= self.threshold)
+            self.success = bool(self.score >= (self.threshold or 0.0))
         return bool(self.success)
 
     @property

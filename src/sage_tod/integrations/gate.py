@@ -126,9 +126,9 @@ def _limit_check(name: str, value: float, limit: float | None, *, upper: bool,
     if limit is None:
         return None
     ok = value <= limit if upper else value >= limit
-    fmt = (lambda x: f"{x:.1%}") if pct else (lambda x: f"{x:.3f}")
-    return Check(name, "pass" if ok else "fail", fmt(value),
-                 f"{'<=' if upper else '>='} {fmt(limit)}")
+    spec = ".1%" if pct else ".3f"
+    return Check(name, "pass" if ok else "fail", format(value, spec),
+                 f"{'<=' if upper else '>='} {format(limit, spec)}")
 
 
 def run_gate(verdicts: Sequence[Verdict], thresholds: Thresholds, *,
@@ -143,7 +143,7 @@ def run_gate(verdicts: Sequence[Verdict], thresholds: Thresholds, *,
     if not verdicts:
         raise InputError("<verdicts>", "no verdicts to gate")
     vs = list(verdicts)
-    counts = Counter(v.verdict for v in vs)
+    counts: Counter[str] = Counter(v.verdict for v in vs)
     class_counts = Counter(c.value for v in vs for c in v.classes)
     n = len(vs)
     checks: list[Check] = []
@@ -289,9 +289,9 @@ def markdown_summary(result: GateResult, *, turns: Mapping[str, Turn] | None = N
             if t is not None:
                 lines.append(f"  - user: {_md(t.user)}")
                 lines.append(f"  - agent: {_md(t.agent)}")
-            for c in v.criteria:
-                if c.decision.value == "true":
-                    lines.extend(_criterion_lines(c))
+            for crit in v.criteria:
+                if crit.decision.value == "true":
+                    lines.extend(_criterion_lines(crit))
     undecided = [v.key for v in result.verdicts if v.verdict == "undecided"]
     if undecided:
         shown = ", ".join(f"`{k}`" for k in undecided[:20])
