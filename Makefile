@@ -58,7 +58,8 @@ $(STAMP_INT): $(BIN_INT)/python pyproject.toml
 test-integrations: $(STAMP_INT)
 	$(BIN_INT)/mypy --follow-imports=silent src/sage_tod/integrations
 	$(INT_ENV) $(BIN_INT)/pytest -q tests/test_integration_deepeval.py \
-	  tests/test_integration_inspect.py tests/test_integration_mlflow.py
+	  tests/test_integration_inspect.py tests/test_integration_mlflow.py \
+	  tests/test_integration_docs.py
 
 ## The local-LLM path (llama.cpp server + SmolLM2): builds llama-cpp-python (~6 min).
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON

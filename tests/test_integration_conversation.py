@@ -101,3 +101,16 @@ def test_judge_builds_its_evaluator_once(spec):
     assert [v.criteria for v in again] == [v.criteria for v in first]
     assert judge.evaluator is ev
     assert first[0].config == "s1"
+
+
+def test_core_imports_load_none_of_the_integration_libraries():
+    """`import sage_tod`, the CLI and the gate stay free of MLflow, DeepEval and Inspect."""
+    import subprocess
+    import sys
+
+    code = ("import sys, sage_tod, sage_tod.cli, sage_tod.integrations.gate, "
+            "sage_tod.integrations.conversation; "
+            "print(sorted(m for m in ('mlflow', 'deepeval', 'inspect_ai') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, check=True)
+    assert r.stdout.strip() == "[]"
