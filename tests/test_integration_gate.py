@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from sage_tod import Evaluator, InputError, demo, load_spec, load_turns
 from sage_tod.cli import app
+from sage_tod.contracts.verdicts import Verdict
 from sage_tod.integrations.gate import (
     Thresholds,
     _md,
@@ -23,8 +24,7 @@ from sage_tod.integrations.gate import (
     run_gate,
     worst_turns,
 )
-from sage_tod.scoring import score
-from sage_tod.verdicts import Verdict
+from sage_tod.outputs.scoring import score
 
 runner = CliRunner()
 
@@ -48,7 +48,7 @@ def test_thresholds_pass_and_fail_on_the_measured_rates(demo_run):
     bad = run_gate(vs, Thresholds(max_failure_rate=rate - 0.01))
     assert ok.passed and not bad.passed
     assert [c.status for c in bad.checks] == ["fail"]
-    classes = Counter(c.value for v in vs for c in v.classes)
+    classes = Counter(str(c) for v in vs for c in v.classes)
     fired = next(c for c in ("IUV", "WNF", "PC", "UV") if classes[c])
     res = run_gate(vs, Thresholds(max_class={fired: classes[fired] - 1, "UV": 99}))
     assert [(c.name, c.status) for c in res.checks] == [(f"{fired} turns", "fail"),
@@ -124,8 +124,9 @@ def test_summary_escapes_markdown_in_utterances(demo_run):
 def test_bad_thresholds_are_input_errors():
     with pytest.raises(InputError, match="between 0 and 1"):
         Thresholds(max_failure_rate=1.5)
-    with pytest.raises(InputError, match="unknown failure class 'XX'"):
-        Thresholds(max_class={"XX": 1})
+    with pytest.raises(InputError, match="'X-1' is not a class name"):
+        Thresholds(max_class={"X-1": 1})
+    assert Thresholds(max_class={"MyPluginClass": 0}).max_class == {"MyPluginClass": 0}
     with pytest.raises(InputError, match="no verdicts"):
         run_gate([], Thresholds())
 
@@ -156,7 +157,7 @@ def test_cli_exit_codes_summary_file_step_summary_and_outputs(demo_run, tmp_path
 @pytest.mark.parametrize("args, message", [
     (["missing.jsonl"], "file not found"),
     (["{v}", "--max-class", "PC"], "expected CLASS=N"),
-    (["{v}", "--max-class", "ZZ=1"], "unknown failure class"),
+    (["{v}", "--max-class", "Z-Z=1"], "is not a class name"),
     (["{v}", "--min-f1", "2"], "between 0 and 1"),
     (["{bad}"], ":2:"),
 ])

@@ -25,7 +25,7 @@ from sage_tod.integrations.mlflow import (
     session_scorer,
     spec_hash,
 )
-from sage_tod.scoring import score
+from sage_tod.outputs.scoring import score
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_log_evaluation_stores_params_metrics_and_artifacts(store, demo_eval, tm
     assert m["turns"] == len(verdicts)
     assert m["failure_rate"] == pytest.approx(counts["failure"] / len(verdicts))
     assert m["undecided_rate"] == pytest.approx(counts["undecided"] / len(verdicts))
-    fired = Counter(c.value for v in verdicts for c in v.classes)
+    fired = Counter(str(c) for v in verdicts for c in v.classes)
     assert {k: m[f"class_{k}_turns"] for k in fired} == {k: float(n) for k, n in fired.items()}
     rep = score([(r.turn.key, r.gold) for r in records], verdicts)
     assert m["f1"] == pytest.approx(rep.full.f1) and m["precision"] == pytest.approx(

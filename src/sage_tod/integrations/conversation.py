@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sage_tod.errors import InputError
-from sage_tod.evaluator import Evaluator
-from sage_tod.spec import SpecBundle
-from sage_tod.turns import TurnRecord, parse_turn, with_history
-from sage_tod.verdicts import CriterionVerdict, Verdict
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle
+from sage_tod.contracts.turns import TurnRecord, parse_turn, with_history
+from sage_tod.contracts.verdicts import CriterionVerdict, Verdict
+from sage_tod.evaluation.evaluator import Evaluator
 
 ToolSlots = Mapping[str, Mapping[str, str]]
 """Tool name -> {argument name: slot name}: which tool arguments write which slots."""
@@ -284,7 +284,7 @@ def _span_text(c: CriterionVerdict) -> str:
 
 def fired(v: Verdict) -> list[dict[str, Any]]:
     """The criteria that fired on a turn: class, rationale, evidence, repair, stage."""
-    return [{"class": c.failure_class.value, "rationale": c.rationale,
+    return [{"class": str(c.failure_class), "rationale": c.rationale,
              "evidence": _span_text(c) or None, "repair": c.repair,
              "decided_by": c.decided_by}
             for c in v.criteria if c.decision.value == "true"]
@@ -293,7 +293,7 @@ def fired(v: Verdict) -> list[dict[str, Any]]:
 def turn_summary(v: Verdict) -> dict[str, Any]:
     """A compact, JSON-ready record of one turn's verdict for a library's metadata."""
     return {"turn_id": v.turn_id, "key": v.key, "verdict": v.verdict,
-            "confidence": v.confidence, "classes": [c.value for c in v.classes],
+            "confidence": v.confidence, "classes": [str(c) for c in v.classes],
             "fired": fired(v),
             "abstained": sum(c.decision.value == "abstain" for c in v.criteria)}
 

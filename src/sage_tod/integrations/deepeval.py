@@ -32,7 +32,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("sage_tod.integrations.deepeval needs DeepEval: "
                       "pip install 'sage-tod[deepeval]'") from exc
 
-from sage_tod.evaluator import Evaluator
+from sage_tod.contracts.spec import SpecBundle
+from sage_tod.contracts.turns import TurnRecord
+from sage_tod.contracts.verdicts import Verdict
+from sage_tod.evaluation.evaluator import Evaluator
 from sage_tod.integrations.conversation import (
     Conversation,
     ConversationJudge,
@@ -43,9 +46,6 @@ from sage_tod.integrations.conversation import (
     reason,
     turn_summary,
 )
-from sage_tod.spec import SpecBundle
-from sage_tod.turns import TurnRecord
-from sage_tod.verdicts import Verdict
 
 
 def to_conversation(case: ConversationalTestCase) -> Conversation:

@@ -3,7 +3,7 @@
 A gate reads what `sage-tod evaluate` wrote (and optionally the turns, for gold
 labels and utterances, and a baseline verdicts file from the target branch),
 checks each threshold the team set, and says pass or fail with the reason.
-Scores come from `sage_tod.scoring`, verdicts from `sage_tod.verdicts`: the
+Scores come from `sage_tod.outputs.scoring`, verdicts from `sage_tod.contracts.verdicts`: the
 gate adds no second definition of F1 or of a failure.
 
 >>> from sage_tod.integrations.gate import Thresholds
@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sage_tod.criteria import Span
-from sage_tod.errors import InputError
-from sage_tod.scoring import CLASSES, ScoreReport, score
-from sage_tod.turns import Gold, Turn
-from sage_tod.verdicts import CriterionVerdict, Verdict
+from sage_tod.contracts.criteria import Span, as_failure_class
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.turns import Gold, Turn
+from sage_tod.contracts.verdicts import CriterionVerdict, Verdict
+from sage_tod.outputs.scoring import CLASSES, ScoreReport, score
 
 CheckStatus = Literal["pass", "fail", "skipped"]
 
@@ -49,9 +49,11 @@ class Thresholds:
                 raise InputError(f"--{name.replace('_', '-')}",
                                  f"must be between 0 and 1, got {value}")
         for cls, n in self.max_class.items():
-            if cls not in CLASSES:
-                raise InputError("--max-class", f"unknown failure class {cls!r}; "
-                                 f"use one of {', '.join(CLASSES)}")
+            try:  # a built-in class, or a plugin's class name
+                as_failure_class(cls)
+            except ValueError:
+                raise InputError("--max-class", f"{cls!r} is not a class name; built-in "
+                                 f"classes: {', '.join(CLASSES)}") from None
             if n < 0:
                 raise InputError("--max-class", f"{cls}: a count must be >= 0, got {n}")
         if self.max_regressions is not None and self.max_regressions < 0:
@@ -112,7 +114,8 @@ class GateResult:
             "passed": self.passed, "turns": self.n,
             "counts": {k: self.counts[k] for k in ("failure", "acceptable", "undecided")},
             "failure_rate": self.rate("failure"), "undecided_rate": self.rate("undecided"),
-            "classes": {c: self.class_counts[c] for c in CLASSES},
+            "classes": {c: self.class_counts[c]
+                        for c in [*CLASSES, *sorted(set(self.class_counts) - set(CLASSES))]},
             "checks": [{"name": c.name, "status": c.status, "value": c.value,
                         "limit": c.limit, "note": c.note} for c in self.checks],
             "score": None if self.score is None else self.score.to_dict(),
@@ -136,7 +139,7 @@ def run_gate(verdicts: Sequence[Verdict], thresholds: Thresholds, *,
              baseline: Sequence[Verdict] | None = None) -> GateResult:
     """Check `verdicts` against `thresholds`.
 
-    `gold` is (turn key, label) as `sage_tod.turns.read_gold_labels` gives it;
+    `gold` is (turn key, label) as `sage_tod.contracts.turns.read_gold_labels` gives it;
     without any label the F1 check is reported as skipped, never as passed
     silently. `baseline` is the verdicts of the reference run (e.g. main).
     """
@@ -144,7 +147,7 @@ def run_gate(verdicts: Sequence[Verdict], thresholds: Thresholds, *,
         raise InputError("<verdicts>", "no verdicts to gate")
     vs = list(verdicts)
     counts: Counter[str] = Counter(v.verdict for v in vs)
-    class_counts = Counter(c.value for v in vs for c in v.classes)
+    class_counts = Counter(str(c) for v in vs for c in v.classes)
     n = len(vs)
     checks: list[Check] = []
     for maybe in (_limit_check("failure rate", counts["failure"] / n,
@@ -211,7 +214,7 @@ def _span(span: Span) -> str:
 
 
 def _criterion_lines(c: CriterionVerdict) -> list[str]:
-    lines = [f"  - **{c.failure_class.value}** ({c.decided_by or 'no stage'}): "
+    lines = [f"  - **{c.failure_class!s}** ({c.decided_by or 'no stage'}): "
              f"{_md(c.rationale)}"]
     for label, span in (("evidence", c.evidence), ("support", c.support)):
         if span is not None:
@@ -250,6 +253,7 @@ def markdown_summary(result: GateResult, *, turns: Mapping[str, Turn] | None = N
     for label in ("failure", "acceptable", "undecided"):
         lines.append(f"| {label} | {result.counts[label]} | {result.rate(label):.1%} |")
     fired = [c for c in CLASSES if result.class_counts[c]]
+    fired += sorted(c for c in result.class_counts if c not in CLASSES)  # plugin classes
     if fired:
         lines += ["", "| fired class | turns |", "|---|---:|"]
         lines += [f"| {c} | {result.class_counts[c]} |" for c in fired]
@@ -283,7 +287,7 @@ def markdown_summary(result: GateResult, *, turns: Mapping[str, Turn] | None = N
         for v in chosen:
             tag = " · **regression**" if v.key in regressed else ""
             lines.append(f"- **`{v.key}`** {v.workflow} · "
-                         f"{', '.join(c.value for c in v.classes)} · "
+                         f"{', '.join(str(c) for c in v.classes)} · "
                          f"confidence {v.confidence:.2f}{tag}")
             t = turns.get(v.key)
             if t is not None:

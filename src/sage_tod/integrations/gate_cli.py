@@ -13,11 +13,12 @@ from typing import Annotated
 
 import typer
 
-from sage_tod.console import err, out
-from sage_tod.errors import InputError
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.turns import Gold, Turn, load_turns_unchecked
+from sage_tod.contracts.verdicts import read_verdicts
 from sage_tod.integrations.gate import GateResult, Thresholds, markdown_summary, run_gate
-from sage_tod.turns import Gold, Turn, load_turns_unchecked
-from sage_tod.verdicts import read_verdicts
+from sage_tod.outputs.console import err, out
+from sage_tod.outputs.scoring import CLASSES
 
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 
@@ -33,7 +34,8 @@ def parse_class_limits(items: list[str]) -> dict[str, int]:
         name, sep, num = item.partition("=")
         if not sep or not num.strip().isdigit():
             raise InputError("--max-class", f"expected CLASS=N (e.g. PC=0), got {item!r}")
-        limits[name.strip().upper()] = int(num)
+        name = name.strip()
+        limits[name.upper() if name.upper() in CLASSES else name] = int(num)
     return limits
 
 

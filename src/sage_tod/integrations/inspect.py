@@ -35,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("sage_tod.integrations.inspect needs Inspect: "
                       "pip install 'sage-tod[inspect]'") from exc
 
-from sage_tod.errors import InputError
+from sage_tod.contracts.errors import InputError
 from sage_tod.integrations.conversation import (
     Conversation,
     ConversationJudge,
@@ -92,7 +92,7 @@ def workflow_scorer(spec_file: str, config: str = "core", workflow: str | None =
                 "config": judge.config, "turns": [turn_summary(v) for v in verdicts],
                 "failures": len(failures),
                 "undecided": sum(v.verdict == "undecided" for v in verdicts),
-                "classes": sorted({c.value for v in failures for c in v.classes}),
+                "classes": sorted({str(c) for v in failures for c in v.classes}),
             }},
         )
 

@@ -47,8 +47,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("sage_tod.integrations.mlflow needs MLflow: "
                       "pip install 'sage-tod[mlflow]'") from exc
 
-from sage_tod.errors import InputError
-from sage_tod.evaluator import Evaluator
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle
+from sage_tod.contracts.turns import TurnRecord
+from sage_tod.contracts.verdicts import Verdict
+from sage_tod.evaluation.evaluator import Evaluator
 from sage_tod.integrations.conversation import (
     Conversation,
     ConversationJudge,
@@ -59,11 +62,8 @@ from sage_tod.integrations.conversation import (
     reason,
     turn_reason,
 )
-from sage_tod.report_html import render_report
-from sage_tod.scoring import CLASSES, score
-from sage_tod.spec import SpecBundle
-from sage_tod.turns import TurnRecord
-from sage_tod.verdicts import Verdict
+from sage_tod.outputs.report_html import render_report
+from sage_tod.outputs.scoring import CLASSES, score
 
 STATE_KEY = "sage_tod.state"
 WORKFLOW_KEY = "sage_tod.workflow"
@@ -81,10 +81,10 @@ def spec_hash(spec: str | Path) -> str:
 
 def evaluation_metrics(verdicts: Sequence[Verdict],
                        records: Sequence[TurnRecord] | None = None) -> dict[str, float]:
-    """The numbers a run records; P/R/F1 come from `sage_tod.scoring` when gold exists."""
+    """The numbers a run records; P/R/F1 come from `sage_tod.outputs.scoring` when gold exists."""
     n = len(verdicts)
     counts = Counter(v.verdict for v in verdicts)
-    fired = Counter(c.value for v in verdicts for c in v.classes)
+    fired = Counter(str(c) for v in verdicts for c in v.classes)
     out: dict[str, float] = {"turns": float(n)}
     for label in ("failure", "acceptable", "undecided"):
         out[f"{label}_turns"] = float(counts[label])
@@ -272,7 +272,7 @@ def session_scorer(spec: SpecBundle | str | Path, *, config: str = "core",
         for v, tid in zip(verdicts, traces, strict=True):
             feedback.append(Feedback(
                 name=f"{name}/turn_{v.turn_id}", value=v.verdict, rationale=turn_reason(v),
-                metadata={"trace_id": tid, "classes": ",".join(c.value for c in v.classes),
+                metadata={"trace_id": tid, "classes": ",".join(str(c) for c in v.classes),
                           "confidence": f"{v.confidence:.3f}",
                           "repairs": " | ".join(v.repairs)}))
         return feedback
