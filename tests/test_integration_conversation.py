@@ -114,3 +114,60 @@ def test_core_imports_load_none_of_the_integration_libraries():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=120, check=True)
     assert r.stdout.strip() == "[]"
+
+
+TOOLS_SPEC = """
+version: 1
+workflows:
+  - id: book_flight
+    slots:
+      - {name: user-id, description: user id of the customer}
+      - {name: origin, description: origin airport of the flight}
+      - {name: destination, description: destination airport of the flight}
+    required: [user-id, origin, destination]
+    order: [[user-id], [origin, destination]]
+    tools:
+      get_user_details: {args: {user_id: user-id}}
+      book_reservation:
+        confirms: true
+        args: {user_id: user-id, origin: origin, destination: destination}
+"""
+
+
+@pytest.fixture(scope="module")
+def tools_spec(tmp_path_factory):
+    p = tmp_path_factory.mktemp("tools") / "spec.yaml"
+    p.write_text(TOOLS_SPEC, encoding="utf-8")
+    return load_spec(p)
+
+
+def test_the_specs_tool_mapping_is_read_by_the_importers_rules(tools_spec):
+    """No state given: the spec's `tools` fill s_t; a failed call writes nothing."""
+    conv = Conversation("fl-1", [
+        Message("assistant", "Hello! How can I help?"),  # greeting: history, not a turn
+        Message("user", "I'm mia_123, I want to fly from JFK to SFO."),
+        Message("assistant", "", tool_calls=(
+            ToolCall("get_user_details", {"user_id": "mia_123"}, id="c1"),)),
+        Message("tool", "{...}", call_id="c1"),
+        Message("assistant", "Thanks Mia. Booking JFK to SFO now.", tool_calls=(
+            ToolCall("book_reservation", {"user_id": "mia_123", "origin": "JFK",
+                                          "destination": "SFO"},
+                     output="Error: payment declined"),)),
+        Message("user", "Great, thanks!"),
+        Message("assistant", "Your flight is booked.", tool_calls=(
+            ToolCall("book_reservation", {"user_id": "mia_123", "origin": "JFK",
+                                          "destination": "SFO"}, output="ok"),)),
+    ])
+    recs = to_turns(conv, tools_spec)
+    assert [r.turn.user for r in recs] == ["I'm mia_123, I want to fly from JFK to SFO.",
+                                           "Great, thanks!"]
+    assert recs[0].turn.history[0].agent == "Hello! How can I help?"
+    # the failed booking wrote nothing: only the lookup's argument is recorded
+    assert recs[0].turn.after() == {"user-id": "mia_123"}
+    assert recs[1].turn.after() == {"user-id": "mia_123", "origin": "JFK",
+                                    "destination": "SFO"}
+    assert recs[1].turn.agent_acts is not None and recs[1].turn.agent_acts.confirm is True
+    verdicts = list(Evaluator(tools_spec, "s1").evaluate(recs))
+    # the confirmation came with every required slot filled: PC is checked and does not fire
+    pc = [c for c in verdicts[1].criteria if str(c.failure_class) == "PC"]
+    assert pc and all(c.decision.value == "false" for c in pc)

@@ -142,3 +142,32 @@ def test_dialogue(name):
     run = json.loads(saved[0].read_text(encoding="utf-8"))
     text = json.dumps(run)
     assert "SAGE-TOD workflow" in text and failing in text
+
+
+def test_tool_calls_with_inline_results_go_through_the_specs_tool_mapping(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("""
+workflows:
+  - id: book_flight
+    slots:
+      - {name: user-id, description: user id of the customer}
+      - {name: origin, description: origin airport of the flight}
+    required: [user-id, origin]
+    tools:
+      book: {confirms: true, args: {user_id: user-id, origin: origin}}
+""", encoding="utf-8")
+    booking = {"user_id": "mia_1", "origin": "JFK"}
+    case = ConversationalTestCase(name="fl", turns=[
+        Turn(role="user", content="I am mia_1, flying from JFK."),
+        Turn(role="assistant", content="Your flight is booked.", tools_called=[
+            ToolCall(name="book", input_parameters=booking, output="Error: card declined")]),
+        Turn(role="user", content="Please try again."),
+        Turn(role="assistant", content="Your flight is booked.", tools_called=[
+            ToolCall(name="book", input_parameters=booking, output="ok")]),
+    ])
+    metric = SageTodMetric(spec, config="s1", threshold=1.0)
+    metric.measure(case)
+    first, second = metric.verdicts
+    # the first 'booked' came after a failed call: nothing recorded, a premature confirmation
+    assert first.verdict == "failure" and "PC" in first.classes
+    assert "PC" not in second.classes

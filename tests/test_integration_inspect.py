@@ -36,7 +36,7 @@ from inspect_ai.tool import ToolCall
 
 from sage_tod import Evaluator, demo, load_spec, load_turns
 from sage_tod.integrations.conversation import from_turns, to_turns
-from sage_tod.integrations.inspect import workflow_scorer
+from sage_tod.integrations.inspect import to_conversation, workflow_scorer
 
 
 def _state(messages, metadata, sample_id="s") -> TaskState:
@@ -152,3 +152,39 @@ def test_offline_eval_logs_the_score_and_inspect_score_rescores_it(spec_path, tm
     cli_log = read_eval_log(str(out_log))
     sc3 = next(iter(cli_log.samples[0].scores.values()))
     assert json.dumps(sc3.metadata["sage_tod"]["turns"]) == json.dumps(turns)
+
+
+def test_the_specs_tool_mapping_reads_inspect_tool_calls_and_errors(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("""
+workflows:
+  - id: book_flight
+    slots:
+      - {name: user-id, description: user id of the customer}
+      - {name: origin, description: origin airport of the flight}
+    required: [user-id, origin]
+    tools:
+      book: {confirms: true, args: {user_id: user-id, origin: origin}}
+""", encoding="utf-8")
+    from inspect_ai.tool import ToolCallError
+
+    msgs = [ChatMessageUser(content="I am mia_1, flying from JFK."),
+            ChatMessageAssistant(content="Booking.", tool_calls=[
+                ToolCall(id="b1", function="book", arguments={"user_id": "mia_1",
+                                                              "origin": "JFK"})]),
+            ChatMessageTool(content="", tool_call_id="b1", function="book",
+                            error=ToolCallError("unknown", "payment declined")),
+            ChatMessageUser(content="Try again please."),
+            ChatMessageAssistant(content="Done, you are booked.", tool_calls=[
+                ToolCall(id="b2", function="book", arguments={"user_id": "mia_1",
+                                                              "origin": "JFK"})]),
+            ChatMessageTool(content="ok", tool_call_id="b2", function="book")]
+    recs = to_turns(to_conversation(msgs, "fl", {}), load_spec(spec))
+    # the failed call wrote and confirmed nothing; the retried one did both
+    assert recs[0].turn.after() == {} and recs[0].turn.agent_acts is None
+    assert recs[1].turn.after() == {"user-id": "mia_1", "origin": "JFK"}
+    assert recs[1].turn.agent_acts is not None and recs[1].turn.agent_acts.confirm
+    got = asyncio.run(workflow_scorer(str(spec), config="s1")(_state(msgs, {}), Target("")))
+    turns = got.metadata["sage_tod"]["turns"]
+    want = list(Evaluator(load_spec(spec), "s1").evaluate(recs))
+    assert [t["verdict"] for t in turns] == [v.verdict for v in want]

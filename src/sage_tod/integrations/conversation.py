@@ -8,14 +8,19 @@ transcript does not carry, so each turn's state comes from one of:
 1. `state` in the metadata of a message of that turn (the full s_t, slot ->
    value), e.g. DeepEval `Turn(metadata={"state": {...}})`;
 2. `states` in the conversation's metadata: one s_t per turn, in order;
-3. a tool mapping: tool name -> {argument: slot}; s_t is s_{t-1} updated with
-   the mapped arguments of the assistant's tool calls in that turn.
+3. a tool mapping `tool_slots`: tool name -> {argument: slot}; s_t is s_{t-1}
+   updated with the mapped arguments of the assistant's tool calls in that turn;
+4. else, when the spec maps the workflow's tools (`tools` in the spec,
+   docs/formats.md), the importers' chat reader (`sage_tod.importers.chat`,
+   the same rules as `sage-tod import openai-chat`): writing calls fill slots,
+   failed calls (an error result) write nothing, a `confirms` tool confirms.
 
 s_{t-1} is the previous turn's s_t (`initial_state`, else empty, for the
 first). The workflow is the `workflow` argument, else `workflow` in the
 conversation metadata, else the spec's only workflow. Any of these keys may
 also sit under a `sage_tod` key, for metadata shared with other tools. A turn
-is the user message(s) and the assistant reply after them; a closing user
+is the user message(s) and the assistant reply after them; assistant text
+before the first user message is history, not a turn, and a closing user
 message with no reply is not a turn (there is no a_t to judge). Optional
 per-turn `agent_acts`, `user_values` and `gold` are passed through.
 
@@ -51,6 +56,9 @@ class ToolCall:
 
     name: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+    output: str | None = None  # the call's result, when the library keeps it inline
+    error: bool | None = None  # the call failed (its result was an error)
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,8 @@ class Message:
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
     metadata: Mapping[str, Any] | None = None
+    call_id: str | None = None  # a tool message: the call it answers
+    error: bool | None = None  # a tool message: the call failed
 
 
 @dataclass(frozen=True)
@@ -151,8 +161,16 @@ def turn_dicts(conv: Conversation, *, workflow: str | None = None,
                          field="states")
     prev = _state(conv_meta.get("initial_state") or {}, where, 0)
     wf = workflow or conv_meta.get("workflow") or ""
+    groups = _groups(conv.messages)
+    history: list[dict[str, str]] = []
+    if groups and not groups[0].user:  # a greeting before the user spoke: history only
+        lead = groups.pop(0)
+        history.append({"user": "", "agent": " ".join(lead.agent)})
+        given = next((m["state"] for m in reversed(lead.metas) if "state" in m), None)
+        if given is not None:
+            prev = _state(given, where, 0)
     out: list[dict[str, Any]] = []
-    for t, g in enumerate(_groups(conv.messages)):
+    for t, g in enumerate(groups):
         given = next((m["state"] for m in reversed(g.metas) if "state" in m), None)
         if given is None and states is not None and t < len(states):
             given = states[t]
@@ -161,17 +179,20 @@ def turn_dicts(conv: Conversation, *, workflow: str | None = None,
         elif tool_slots is not None:
             after = dict(prev)
             for call in g.calls:
+                if call.error:
+                    continue  # a failed call changed nothing
                 for arg, slot in (tool_slots.get(call.name) or {}).items():
                     if call.arguments.get(arg) is not None:
                         after[slot] = str(call.arguments[arg])
         else:
             raise InputError(where, f"turn {t} has no workflow state: put `state` in its "
                              "assistant message's metadata, `states` in the conversation "
-                             "metadata, or pass a tool mapping", line=t, field="state")
+                             "metadata, pass a tool mapping, or map the tools in the spec",
+                             line=t, field="state")
         obj: dict[str, Any] = {
             "dialogue_id": conv.id, "turn_id": t, "workflow": wf,
             "user": " ".join(g.user), "agent": " ".join(g.agent),
-            "state_before": prev, "state_after": after,
+            "state_before": prev, "state_after": after, "history": list(history),
             "meta": {"messages": g.messages, "tool_calls": [c.name for c in g.calls]},
         }
         for key in _PASS_THROUGH:
@@ -179,6 +200,7 @@ def turn_dicts(conv: Conversation, *, workflow: str | None = None,
             if val is not None:
                 obj[key] = val
         out.append(obj)
+        history.append({"user": obj["user"], "agent": obj["agent"]})
         prev = after
     if not out:
         raise InputError(where, "no turns: the conversation has no assistant reply")
@@ -196,8 +218,54 @@ def to_turns(conv: Conversation, spec: SpecBundle, *, workflow: str | None = Non
     """
     where = f"<{source} {conv.id}>"
     wf = _workflow(conv, spec, workflow, where)
-    dicts = turn_dicts(conv, workflow=wf, tool_slots=tool_slots, source=source)
+    if tool_slots is None and not _has_states(conv) and spec.workflows[wf].tools:
+        dicts = _via_importer(conv, spec, wf, where)
+    else:
+        dicts = turn_dicts(conv, workflow=wf, tool_slots=tool_slots, source=source)
     return with_history([parse_turn(d, spec, where, line=d["turn_id"]) for d in dicts])
+
+
+def _has_states(conv: Conversation) -> bool:
+    return "states" in _ours(conv.metadata) or any(
+        "state" in _ours(m.metadata) for m in conv.messages)
+
+
+def _via_importer(conv: Conversation, spec: SpecBundle, workflow: str, where: str
+                  ) -> list[dict[str, Any]]:
+    """State from the spec's tool mapping, by the importers' rules (one reader, not two)."""
+    from sage_tod.importers.base import ImportResult
+    from sage_tod.importers.chat import Call, conversation_turns
+    from sage_tod.importers.chat import Message as ChatMessage
+
+    last_reply = max((i for i, m in enumerate(conv.messages) if m.role == "assistant"),
+                     default=-1)
+    msgs: list[ChatMessage] = []
+    for m in conv.messages[: last_reply + 1]:  # a closing user message is not a turn
+        calls: list[Call] = []
+        results: list[ChatMessage] = []
+        for j, c in enumerate(m.tool_calls):
+            inline = c.output is not None or c.error is not None
+            cid = c.id if c.id is not None or not inline else f"call-{len(msgs)}-{j}"
+            calls.append(Call(c.name, dict(c.arguments), cid))
+            if inline:  # the library kept the call's result on the call itself
+                results.append(ChatMessage("tool", c.output or "", 0, call_id=cid,
+                                           error=c.error))
+        msgs.append(ChatMessage(m.role, m.content, 0, calls=calls, call_id=m.call_id,
+                                error=m.error))
+        msgs.extend(results)
+    for i, cm in enumerate(msgs):
+        cm.index = i
+    result = ImportResult(format="conversation", path=where)
+    dicts = [dict(d) for d in conversation_turns(msgs, spec, conv.id, result,
+                                                 workflow=workflow)]
+    if not dicts:
+        raise InputError(where, "no turns: the conversation has no assistant reply")
+    for d, g in zip(dicts, [g for g in _groups(conv.messages) if g.user], strict=False):
+        for key in _PASS_THROUGH:
+            val = next((m[key] for m in reversed(g.metas) if key in m), None)
+            if val is not None and key not in d:
+                d[key] = val
+    return dicts
 
 
 def from_turns(records: Sequence[TurnRecord]) -> list[Conversation]:

@@ -51,7 +51,9 @@ from sage_tod.integrations.conversation import (
 def to_conversation(case: ConversationalTestCase) -> Conversation:
     """DeepEval turns -> the neutral transcript (tools_called become tool calls)."""
     msgs = [Message(role=t.role, content=t.content,
-                    tool_calls=tuple(ToolCall(c.name, dict(c.input_parameters or {}))
+                    tool_calls=tuple(ToolCall(c.name, dict(c.input_parameters or {}),
+                                              output=None if c.output is None
+                                              else str(c.output))
                                      for c in (t.tools_called or [])),
                     metadata=t.metadata)
             for t in case.turns]

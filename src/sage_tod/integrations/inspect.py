@@ -52,9 +52,14 @@ def to_conversation(messages: list[ChatMessage], sample_id: str | int,
     """Inspect chat messages -> the neutral transcript (tool calls kept, results dropped)."""
     out: list[Message] = []
     for m in messages:
+        if m.role == "tool":
+            out.append(Message("tool", m.text, call_id=m.tool_call_id,
+                               error=m.error is not None, metadata=m.metadata))
+            continue
         calls: tuple[ToolCall, ...] = ()
         if m.role == "assistant" and m.tool_calls:
-            calls = tuple(ToolCall(c.function, dict(c.arguments)) for c in m.tool_calls)
+            calls = tuple(ToolCall(c.function, dict(c.arguments), id=c.id)
+                          for c in m.tool_calls)
         out.append(Message(role=m.role, content=m.text, tool_calls=calls,
                            metadata=m.metadata))
     return Conversation(str(sample_id), out, metadata)

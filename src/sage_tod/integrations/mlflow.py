@@ -41,7 +41,7 @@ from typing import Any
 
 try:
     import mlflow
-    from mlflow.entities import AssessmentError, Feedback, Trace
+    from mlflow.entities import AssessmentError, Feedback, SpanStatusCode, Trace
     from mlflow.genai.scorers import Scorer, scorer
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("sage_tod.integrations.mlflow needs MLflow: "
@@ -231,7 +231,10 @@ def _turn_of(trace: Trace, where: str) -> tuple[Message, Message]:
             raise InputError(where, f"{STATE_KEY} is not JSON: {exc.msg}", field=tid) from None
     elif isinstance(root.outputs, Mapping) and isinstance(root.outputs.get("state"), Mapping):
         meta["state"] = dict(root.outputs["state"])
-    calls = tuple(ToolCall(s.name, dict(s.inputs) if isinstance(s.inputs, Mapping) else {})
+    calls = tuple(ToolCall(s.name, dict(s.inputs) if isinstance(s.inputs, Mapping) else {},
+                           id=s.span_id,
+                           output=None if s.outputs is None else json.dumps(s.outputs),
+                           error=s.status.status_code == SpanStatusCode.ERROR)
                   for s in trace.data.spans if s.span_type == "TOOL")
     return Message("user", user), Message("assistant", agent, tool_calls=calls, metadata=meta)
 
