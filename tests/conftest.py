@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,12 @@ from sage_tod import demo
 from sage_tod.compiler.context import TurnContext, make_context
 from sage_tod.contracts.spec import SpecBundle, load_spec
 from sage_tod.contracts.turns import Turn, parse_turn
+
+# The runtime reads data only from SAGE_TOD_DATA; the developers' and CI's copy sits beside
+# the checkout, so the suite names it when it is there (as the Makefile and .ci/run do).
+_SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+if "SAGE_TOD_DATA" not in os.environ and _SHARED_DATA.is_dir():
+    os.environ["SAGE_TOD_DATA"] = str(_SHARED_DATA)
 
 SPEC_YAML = """
 version: 1

@@ -11,6 +11,7 @@ import pytest
 
 from sage_tod.lab.nli import adapt
 from sage_tod.nli.claims import CLAIMS_FILE, model_claims, render_value, uv_margin
+from sage_tod.nli.resolve import packaged_model_dir
 
 SCHEMA = [{
     "service_name": "Restaurants_9", "description": "Find and reserve restaurants",
@@ -148,10 +149,10 @@ def test_adapt_smoke(tmp_path: Path) -> None:
         train_adapt("multiwoz-test", tmp_path / "sgd", tmp_path / "x", cfg, init="base")
 
 
-REPO_MODEL = Path(__file__).resolve().parents[1] / "models" / "nli-minilm-sgd-adapted"
+REPO_MODEL = packaged_model_dir()
 
 
-@pytest.mark.skipif(not (REPO_MODEL / "config.json").is_file(), reason="repository model missing")
+@pytest.mark.skipif(not (REPO_MODEL / "config.json").is_file(), reason="packaged model missing")
 def test_stage_runs_a_model_with_its_claim_design(monkeypatch: pytest.MonkeyPatch) -> None:
     """The adapted model is run with the design it was trained on; options still win."""
     pytest.importorskip("tokenizers")

@@ -26,30 +26,28 @@ from sage_tod.nli.claims import (
     window,
 )
 
-SHARED = Path("/work/shared/models/nli-minilm-l6-snli")
+# the shared SNLI model, beside the checkout like the data (never found by the runtime)
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "models" / "nli-minilm-l6-snli"
 
 
 def test_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SAGE_TOD_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(resolve, "hub_reachable", lambda *a, **k: False)
-    monkeypatch.setattr(resolve, "shared_model_candidates", lambda: [tmp_path / "shared"])
-    monkeypatch.setattr(resolve, "repo_model_candidates", lambda: [tmp_path / "repo"])
+    monkeypatch.setattr(resolve, "packaged_model_dir", lambda: tmp_path / "packaged")
     monkeypatch.delenv(resolve.ENV_MODEL, raising=False)
     res = resolve.resolve_model()
-    assert res.model is None and len(res.tried) == 4
+    assert res.model is None and len(res.tried) == 3
     msg = res.missing_message()
-    assert "train-nli" in msg and resolve.ENV_MODEL in msg and str(tmp_path / "shared") in msg
+    assert "train-nli" in msg and resolve.ENV_MODEL in msg and str(tmp_path / "packaged") in msg
 
     def mk(p: Path) -> Path:
         p.mkdir(parents=True)
         (p / "config.json").write_text("{}")
         return p
 
-    shared = mk(tmp_path / "shared")
-    assert resolve.resolve_model().model == str(shared)
-    # the repository's adapted model is preferred over the shared SNLI model
-    repo = mk(tmp_path / "repo")
-    assert resolve.resolve_model().model == str(repo)
+    packaged = mk(tmp_path / "packaged")
+    res = resolve.resolve_model()
+    assert res.model == str(packaged) and res.source.startswith("packaged")
     own = mk(resolve.own_model_dir())
     assert resolve.resolve_model().model == str(own)
     env = mk(tmp_path / "env-model")
@@ -57,9 +55,31 @@ def test_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert resolve.resolve_model().model == str(env.resolve())
     explicit = mk(tmp_path / "explicit")
     assert resolve.resolve_model(str(explicit)).model == str(explicit.resolve())
-    # an explicit choice that does not exist is not replaced by another model
-    bad = resolve.resolve_model(str(tmp_path / "nope"))
-    assert bad.model is None and bad.source == "explicit"
+
+
+def test_a_named_model_that_is_not_there_is_an_error(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither --nli-model nor $SAGE_TOD_NLI_MODEL falls back silently to another model."""
+    monkeypatch.setattr(resolve, "hub_reachable", lambda *a, **k: False)
+    monkeypatch.delenv(resolve.ENV_MODEL, raising=False)
+    with pytest.raises(resolve.ModelNotFound, match="never replaced"):
+        resolve.resolve_model(str(tmp_path / "nope"))
+    with pytest.raises(resolve.ModelNotFound, match="hub is not reachable"):
+        resolve.resolve_model("someone/some-nli-model")
+    monkeypatch.setenv(resolve.ENV_MODEL, str(tmp_path / "missing"))
+    with pytest.raises(resolve.ModelNotFound) as info:
+        resolve.resolve_model()
+    assert resolve.ENV_MODEL in str(info.value) and str(tmp_path / "missing") in str(info.value)
+
+
+def test_the_packaged_model_is_inside_the_package() -> None:
+    """The default model is package data (a wheel carries it), with its claim design."""
+    import sage_tod
+
+    d = resolve.packaged_model_dir()
+    assert d.parent.parent == Path(sage_tod.__file__).resolve().parent
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "sage_tod_claims.json"):
+        assert (d / name).is_file(), name
 
 
 def test_hub_probe_is_short_and_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,11 +21,11 @@ from sage_tod.compiler.context import TurnContext
 from sage_tod.contracts.criteria import FailureClass, Outcome
 from sage_tod.contracts.turns import Turn, load_turns
 from sage_tod.evaluation.evaluator import Evaluator
-from sage_tod.nli.resolve import shared_model_candidates
 from sage_tod.verifiers.base import Item, build_stage
 
-MODEL = next((p for p in [Path("/work/shared/models/nli-minilm-l6-snli"),
-                          *shared_model_candidates()] if (p / "config.json").is_file()), None)
+# the shared SNLI model beside the checkout (tests name it; the runtime never looks there)
+_SNLI = Path(__file__).resolve().parents[2] / "shared" / "models" / "nli-minilm-l6-snli"
+MODEL = _SNLI if (_SNLI / "config.json").is_file() else None
 needs_model = pytest.mark.skipif(MODEL is None, reason="shared NLI model not installed")
 
 
@@ -154,17 +154,27 @@ def test_batch_and_single_calls_agree(scorer: Any, make_turn: Callable[..., Turn
 def test_missing_model_abstains_with_one_message(make_turn: Callable[..., Turn],
                                                  ctx_of: Callable[[Turn], TurnContext],
                                                  tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """An install without any model (no packaged one, no hub) abstains and says where it
+    looked; a model the user names that is not there is an error instead."""
+    from sage_tod.nli import resolve
     from sage_tod.verifiers import nli as s2
 
     s2._WARNED.clear()
-    missing = tmp_path / "no-such-model"
+    missing = tmp_path / "no-packaged-model"
+    monkeypatch.setenv("SAGE_TOD_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(resolve.ENV_MODEL, raising=False)
+    monkeypatch.setattr(resolve, "packaged_model_dir", lambda: missing)
+    monkeypatch.setattr(resolve, "hub_reachable", lambda *a, **k: False)
     with caplog.at_level(logging.WARNING, logger="sage_tod.nli"):
-        a = build_stage("S2", {"nli_model": str(missing)})
-        b = build_stage("S2", {"nli_model": str(missing)})
+        a = build_stage("S2", {})
+        b = build_stage("S2", {})
     msgs = [r.getMessage() for r in caplog.records if r.name == "sage_tod.nli"]
     assert len(msgs) == 1
     assert str(missing) in msgs[0] and "train-nli" in msgs[0]
+    with pytest.raises(resolve.ModelNotFound):
+        build_stage("S2", {"nli_model": str(tmp_path / "no-such-model")})
     ctx = ctx_of(make_turn("Italian, please.", "Ok.", after={"food": "chinese"}))
     for stage in (a, b):
         ds = stage.decide(_uv_items(ctx))

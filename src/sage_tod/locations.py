@@ -1,32 +1,16 @@
-"""Where sage-tod's own files are: the user's cache home and, when run from a
-source checkout, that checkout.
+"""Where sage-tod keeps its own files: the user's cache home.
 
-Found by looking, not by counting parent directories, so moving a module never
-silently points at the wrong folder; outside a checkout (an installed wheel)
-`checkout_root()` is None and callers must not rely on it.
+Nothing at run time looks at a source checkout or at folders beside it (an
+installed wheel and an editable checkout behave alike): packaged files are
+found next to the modules that use them, data sets through `SAGE_TOD_DATA`,
+and everything sage-tod writes (trained models, ONNX exports, score caches)
+lives under `data_home()`.
 """
 
 from __future__ import annotations
 
 import os
-from functools import cache
 from pathlib import Path
-
-_PROJECT_LINE = 'name = "sage-tod"'
-
-
-@cache
-def checkout_root() -> Path | None:
-    """The source checkout this module runs from (its `pyproject.toml` names sage-tod)."""
-    for parent in Path(__file__).resolve().parents:
-        pyproject = parent / "pyproject.toml"
-        if pyproject.is_file():
-            try:
-                text = pyproject.read_text(encoding="utf-8")
-            except OSError:
-                return None
-            return parent if _PROJECT_LINE in text else None
-    return None
 
 
 def data_home() -> Path:

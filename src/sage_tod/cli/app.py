@@ -130,8 +130,8 @@ ConfigOpt = Annotated[str, typer.Option("--config", "-c",
                                         help="core | llm | no_s1 | no_s2 | no_s3 | s1")]
 NliModelOpt = Annotated[str | None, typer.Option(
     "--nli-model", help="S2 NLI model: a local directory or a hub id (default: "
-                        "$SAGE_TOD_NLI_MODEL, then the repository's SGD-adapted MiniLM, "
-                        "then the shared SNLI MiniLM; docs/nli.md)")]
+                        "$SAGE_TOD_NLI_MODEL, then your trained model, then the packaged "
+                        "SGD-adapted MiniLM; docs/nli.md)")]
 TauOpt = Annotated[float | None, typer.Option(
     "--tau", help="S2 gate: decide when |p(ent) - p(contra)| >= tau (default 0.15)")]
 
@@ -446,6 +446,27 @@ def specs_validate(spec: Annotated[Path, typer.Argument(help="spec file")]) -> N
                   f"order {order}; outcome {wf.outcome_text}", highlight=False)
 
 
+@app.command()
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="print the checks as JSON")] = False,
+    no_load: Annotated[bool, typer.Option("--no-load", help="resolve and inspect only; do "
+                                                            "not load the models")] = False,
+) -> None:
+    """Check this install: version, S2 model and runtimes, LLM endpoint, data, caches.
+
+    Exit status 1 when the recommended configuration (core) cannot run here.
+    """
+    from sage_tod.outputs.doctor import render, run_checks
+
+    rep = run_checks(load=not no_load)
+    if as_json:
+        print(json.dumps(rep.to_dict(), indent=2))
+    else:
+        out.print(render(rep))
+    if not rep.core_ok:
+        raise typer.Exit(1)
+
+
 @app.command("configs")
 def configs() -> None:
     """List the named evaluator configurations."""
@@ -459,6 +480,9 @@ def main() -> None:
         app()
     except BrokenPipeError:  # `sage-tod ... | head`
         sys.stderr.close()
+    except InputError as exc:  # any command: bad input or missing data is one line, exit 2
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

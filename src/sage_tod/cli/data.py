@@ -7,6 +7,7 @@ slice cannot be built, because availability is checked before any work.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -20,7 +21,7 @@ from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import parse_spec
 from sage_tod.lab.datasets import abcd, multiwoz, sgd
 from sage_tod.lab.datasets.common import SpecDoc
-from sage_tod.lab.datasets.paths import data_root
+from sage_tod.lab.datasets.paths import ENV_VAR, data_root
 from sage_tod.lab.slices import DEFAULT_SLICES, SLICE_NAMES, BuildConfig, build, dump_spec
 from sage_tod.outputs.console import err, out
 
@@ -100,14 +101,14 @@ def build_cmd(
     seed: Annotated[int, typer.Option(help="seed of every sampling and injection choice")] = 0,
     no_acts: Annotated[bool, typer.Option("--no-acts", help="text-only: omit user_values "
                                                             "and agent_acts")] = False,
-    data: Annotated[Path | None, typer.Option(help="data directory (default: $SAGE_TOD_DATA "
-                                                   "or ../shared/data)")] = None,
+    data: Annotated[Path | None, typer.Option(help="data directory (default: $SAGE_TOD_DATA)")
+                    ] = None,
 ) -> None:
     """Build the benchmark slices (seeded; identical files on every run) and their specs."""
     names = list(SLICE_NAMES) if only.strip() == "all" else [
         n.strip() for n in only.split(",") if n.strip()]
-    root = data if data is not None else data_root()
-    if "abcd-uv" not in names and not (root / abcd.FULL).exists():
+    root = data if data is not None else (data_root() if os.environ.get(ENV_VAR) else None)
+    if root is not None and "abcd-uv" not in names and not (root / abcd.FULL).exists():
         err.print(f"note: ABCD-UV not built: the full corpus {root / abcd.FULL} is missing "
                   "(see docs/datasets.md).", highlight=False, soft_wrap=True)
     try:

@@ -85,12 +85,12 @@ def train_nli_cmd(
     from sage_tod.lab.nli.train import ADAPT_SOURCES, TrainConfig, train_adapt, train_nli
 
     if adapt is not None:
-        from sage_tod.lab.nli.bench import DEFAULT_SGD_DEV
+        from sage_tod.lab.nli.bench import default_sgd_dev
 
         if adapt not in ADAPT_SOURCES:
             err.print(f"[bold red]error:[/] --adapt must be one of {', '.join(ADAPT_SOURCES)}")
             raise typer.Exit(2)
-        src = data or DEFAULT_SGD_DEV.parent
+        src = data or default_sgd_dev().parent
         cfg = TrainConfig(epochs=epochs or 1, batch_size=batch_size, lr=lr or 2e-5,
                           max_steps=max_steps, train_limit=train_limit, test_limit=test_limit,
                           seed=seed, threads=threads, eval_every=eval_every, patience=patience,
@@ -133,10 +133,10 @@ def bench_nli_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Throughput (pairs/s), load time, peak RSS, backend agreement, turns/s, determinism."""
-    from sage_tod.lab.nli.bench import DEFAULT_SGD_DEV, bench, format_report
+    from sage_tod.lab.nli.bench import bench, default_sgd_dev, format_report
 
     rep = bench(nli_model, backends=tuple(b.strip() for b in backends.split(",") if b.strip()),
-                sgd_dev=sgd_dev or DEFAULT_SGD_DEV, n_pairs=pairs, n_turns=turns,
+                sgd_dev=sgd_dev or default_sgd_dev(), n_pairs=pairs, n_turns=turns,
                 threads=threads, log=lambda s: err.print(s, highlight=False))
     if as_json:
         print(json.dumps(rep, indent=2))
@@ -153,7 +153,7 @@ def dev_table_cmd(
     backend: Annotated[str, typer.Option(help="auto | onnx | torch | onnx-int8")] = "auto",
 ) -> None:
     """AUC/accuracy of every premise window x hypothesis template on SGD dev pairs."""
-    from sage_tod.lab.nli.bench import DEFAULT_SGD_DEV
+    from sage_tod.lab.nli.bench import default_sgd_dev
     from sage_tod.lab.nli.devset import build_devset
     from sage_tod.lab.nli.measure import HEADER, dev_table
     from sage_tod.nli.runtime import get_scorer
@@ -162,7 +162,7 @@ def dev_table_cmd(
     if scorer is None:
         err.print(why or "no NLI model", highlight=False)
         raise typer.Exit(1)
-    ds = build_devset(sgd_dev or DEFAULT_SGD_DEV, dialogues=dialogues)
+    ds = build_devset(sgd_dev or default_sgd_dev(), dialogues=dialogues)
     rows = dev_table(ds, scorer, tau=tau)
     out.print(f"{len(ds.claims)} claims from {dialogues} SGD dev dialogues; tau={tau}",
               highlight=False)
@@ -188,7 +188,7 @@ def claim_table_cmd(
 ) -> None:
     """Per criterion class (UV, IUV, PC): AUC and F1/abstention at tau of every premise window
     x template x margin, on the dev split's S2 criteria and on SGD-dev probes."""
-    from sage_tod.lab.nli.bench import DEFAULT_SGD_DEV
+    from sage_tod.lab.nli.bench import default_sgd_dev
     from sage_tod.lab.nli.measure import (
         CLASS_HEADER,
         best_rows,
@@ -215,7 +215,7 @@ def claim_table_cmd(
             raise typer.Exit(2) from None
         rows += class_table(probes, scorer, source="dev split", tau=tau)
     if dialogues > 0:
-        rows += class_table(sgd_probes(sgd_dev or DEFAULT_SGD_DEV, count, dialogues=dialogues),
+        rows += class_table(sgd_probes(sgd_dev or default_sgd_dev(), count, dialogues=dialogues),
                             scorer, source="SGD dev", tau=tau)
     print(f"model {scorer.model_key}; tau={tau}")
     print(CLASS_HEADER)
@@ -232,10 +232,10 @@ def dev_set_cmd(
     seed: Annotated[int, typer.Option(help="sampling and injection seed")] = 0,
 ) -> None:
     """Write SGD-dev turns (half with one injected unsupported value) for `calibrate`."""
-    from sage_tod.lab.nli.bench import DEFAULT_SGD_DEV
+    from sage_tod.lab.nli.bench import default_sgd_dev
     from sage_tod.lab.nli.devset import build_devset
 
-    ds = build_devset(sgd_dev or DEFAULT_SGD_DEV, dialogues=dialogues, seed=seed)
+    ds = build_devset(sgd_dev or default_sgd_dev(), dialogues=dialogues, seed=seed)
     spec_p, turns_p = ds.write(out_dir)
     out.print(f"{len(ds.turns)} turns -> {turns_p}; spec -> {spec_p}", highlight=False)
 

@@ -27,7 +27,7 @@ import yaml
 from sage_tod.contracts.spec import SpecBundle, Workflow, parse_spec
 from sage_tod.lab.datasets import abcd, multiwoz, sgd
 from sage_tod.lab.datasets.common import SpecDoc, TurnDict, dumps_line, write_jsonl
-from sage_tod.lab.datasets.paths import DataMissing, data_root
+from sage_tod.lab.datasets.paths import DataMissing, data_root, require_all
 from sage_tod.lab.inject import CLASSES, InjClass, InjectionEnv, applicable, clean, inject
 from sage_tod.text.booleans import is_dontcare
 from sage_tod.text.normalize import is_unset
@@ -510,6 +510,33 @@ def dump_spec(doc: SpecDoc) -> str:
     return header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
 
 
+def _mw_files() -> list[str]:
+    """Validation dialogues and schema; the databases and ontology feed the UV value pool, so
+    without them the slices would come out different, not fail."""
+    return [multiwoz.SPLIT_FILES["val"], multiwoz.SCHEMA, multiwoz.ONTOLOGY,
+            *(f"multiwoz/db/{d}_db.json" for d in multiwoz.DOMAINS)]
+
+
+# The data files each slice reads (relative to the data directory), checked before any work
+# so that one error lists everything that is missing and where to get it.
+def needed_files(names: Sequence[str]) -> list[str]:
+    """Data-relative paths the named slices need, in a stable order without repeats."""
+    out: list[str] = []
+    for n in names:
+        if n in ("mw-mixed", "uv-rich", "dev", "tune-mw"):
+            out += _mw_files()
+        elif n == "sgd":
+            out += [sgd.schema_path("test"), "sgd/test"]
+        elif n == "sgd-x":
+            out += [sgd.schema_path("test"), "sgd/test",
+                    *(sgd.schema_path("test", v) for v in sgd.VARIANTS)]
+        elif n == "tune-sgd":
+            out += [sgd.schema_path("dev"), "sgd/dev"]
+        elif n == "abcd-uv":
+            out += [abcd.FULL, abcd.ONTOLOGY, abcd.KB]
+    return list(dict.fromkeys(out))
+
+
 def check_requested(names: Sequence[str], root: Path) -> list[str]:
     """Validate slice names; fail early (before any work) when ABCD's corpus is missing."""
     bad = [n for n in names if n not in SLICE_NAMES]
@@ -518,6 +545,7 @@ def check_requested(names: Sequence[str], root: Path) -> list[str]:
                          + ", ".join(SLICE_NAMES))
     if "abcd-uv" in names:
         abcd.require_full_corpus(root)
+    require_all(needed_files(names), root)
     return list(names)
 
 
@@ -525,6 +553,8 @@ def build(out_dir: Path, names: Sequence[str] = DEFAULT_SLICES, cfg: BuildConfig
           root: Path | None = None) -> dict[str, Any]:
     """Build the named slices into `out_dir`; returns the manifest (also written there)."""
     cfg = cfg or BuildConfig()
+    if root is None:
+        require_all(needed_files(names))  # $SAGE_TOD_DATA unset: say what is needed
     base = root if root is not None else data_root()
     names = check_requested(names, base)
     specs: dict[str, SpecDoc] = {}

