@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sage_tod.compiler.context import TurnContext
 from sage_tod.contracts.criteria import (
@@ -40,10 +40,12 @@ from sage_tod.contracts.criteria import (
     WNFArgs,
 )
 from sage_tod.contracts.turns import transcript_lines
-from sage_tod.llm.client import ChatRequest, ChatResult, LLMClient
 from sage_tod.llm.config import LLMConfig, LLMNotConfigured, config_from_options
 from sage_tod.llm.prompts import load_prompt
 from sage_tod.verifiers.base import Item, StageUnavailable
+
+if TYPE_CHECKING:  # the HTTP client (httpx) loads only when S3 is actually built
+    from sage_tod.llm.client import ChatRequest, ChatResult, LLMClient
 
 DEFAULT_MARGIN = 0.5
 HISTORY_EXCHANGES = 4
@@ -209,6 +211,8 @@ class LLMVerifier:
             workflow=f"{wf.id}" + (f" - {wf.description}" if wf.description else ""),
             evidence=p.evidence, question=p.question, true_means=p.true_means,
             false_means=p.false_means)
+        from sage_tod.llm.client import ChatRequest
+
         return ChatRequest.of(system, user, max_tokens=self.max_tokens)
 
     def decide(self, items: Sequence[Item]) -> list[Decision]:
@@ -248,6 +252,8 @@ def _build(options: dict[str, Any]) -> LLMVerifier:
         raise StageUnavailable(f"S3 needs an LLM endpoint: {exc}") from None
     margin = float(options.get("llm_margin") or DEFAULT_MARGIN)
     hist = options.get("llm_history_exchanges")
+    from sage_tod.llm.client import LLMClient
+
     return LLMVerifier(LLMClient(config), margin=margin,
                        history_exchanges=HISTORY_EXCHANGES if hist is None else int(hist))
 

@@ -1,5 +1,5 @@
 """Benchmark datasets: loaders, spec compilation from schemas, and the CLI for slices.
 
-Data files are read from the data directory (`SAGE_TOD_DATA`, default
-`../shared/data`), never from the package; see docs/datasets.md.
+Data files are read from the data directory that `SAGE_TOD_DATA` (or `--data`)
+names, never from the package or the checkout; see docs/datasets.md.
 """
