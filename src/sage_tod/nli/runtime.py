@@ -38,7 +38,12 @@ def cache_location(cache_path: str | Path | None) -> Path | None:
 def get_scorer(model: str | None = None, backend: str = "auto",
                cache_path: str | Path | None = None, threads: int | str | None = None,
                batch_size: int = DEFAULT_BATCH) -> tuple[NLIScorer | None, str | None]:
-    """(scorer, None), or (None, why) when no model can be resolved or loaded."""
+    """(scorer, None), or (None, why) when no model is found or it cannot be loaded.
+
+    A model the user named (`model`, `$SAGE_TOD_NLI_MODEL`) that is not there raises
+    `resolve.ModelNotFound` instead: that is a mistake to report, not a reason to
+    run without S2.
+    """
     res = resolve_model(model)
     if res.model is None:
         return None, res.missing_message()
