@@ -13,8 +13,8 @@ from sage_tod.outputs.console import err
 
 def natural_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="directory to write the slice to")],
-    data: Annotated[Path | None, typer.Option(help="data directory (default: $SAGE_TOD_DATA "
-                                                   "or ../shared/data)")] = None,
+    data: Annotated[Path | None, typer.Option(help="data directory (default: $SAGE_TOD_DATA)")
+                    ] = None,
 ) -> None:
     """Natural failures of six published MultiWOZ systems (raw labels + the audited subset)."""
     from sage_tod.contracts.spec import parse_spec
@@ -23,8 +23,8 @@ def natural_cmd(
     from sage_tod.lab.natural import build_natural
     from sage_tod.lab.slices import dump_spec
 
-    root = data if data is not None else data_root()
     try:
+        root = data if data is not None else data_root()
         doc = compile_spec(root)
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "multiwoz.yaml").write_text(dump_spec(doc), encoding="utf-8", newline="\n")

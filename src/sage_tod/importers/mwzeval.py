@@ -51,7 +51,6 @@ from typing import Any, Literal
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle
 from sage_tod.importers.multiwoz_dialogues import DOMAINS, flat_state, turn_domain
-from sage_tod.locations import checkout_root
 from sage_tod.text import is_dontcare, is_unset
 
 TurnDict = dict[str, Any]
@@ -183,14 +182,19 @@ def system_state(state: Mapping[str, Mapping[str, str]], slot_names: frozenset[s
 
 
 def default_data_root() -> Path:
-    """$SAGE_TOD_DATA, else `../shared/data` beside a source checkout, else `./data`."""
+    """$SAGE_TOD_DATA; nothing is guessed from a checkout or the working directory.
+
+    Without it the import cannot find the corpus, and the error says which files it
+    needs and where they come from (or to pass the corpus file itself).
+    """
     env = os.environ.get("SAGE_TOD_DATA")
     if env:
         return Path(env).expanduser()
-    root = checkout_root()
-    if root is not None and (root.parent / "shared" / "data").is_dir():
-        return root.parent / "shared" / "data"
-    return Path("data")
+    raise InputError("$SAGE_TOD_DATA", "not set, so the MultiWOZ 2.1 corpus the predictions "
+                     f"refer to cannot be found: pass --corpus FILE, or set SAGE_TOD_DATA to a "
+                     f"directory with {SPLIT_FILES['test']} (and optionally {SPLIT_FILES['val']}"
+                     "; ConvLab-2's MultiWOZ 2.1, thu-coai/ConvLab-2 data/multiwoz/"
+                     "{test,val}.json.zip, unzipped and gzipped)")
 
 
 def _corpus_files(corpus_path: str | Path | None, root: Path | None) -> list[Path]:
