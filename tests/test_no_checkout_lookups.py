@@ -67,3 +67,14 @@ def test_slices_build_without_data_says_what_it_needs(tmp_path: Path,
     text = " ".join(res.output.split())
     assert ENV_VAR in text and "sgd/test/schema.json" in text
     assert "multiwoz" not in text  # only what the sgd slice reads
+
+
+def test_mwzeval_import_without_data_names_the_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sage_tod.contracts.errors import InputError
+    from sage_tod.importers.mwzeval import SPLIT_FILES, default_data_root
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    with pytest.raises(InputError) as info:
+        default_data_root()
+    msg = str(info.value)
+    assert "--corpus" in msg and SPLIT_FILES["test"] in msg and "ConvLab-2" in msg
