@@ -31,6 +31,9 @@ WHAT_TO_GET: dict[str, str] = {
     "sgd": "the Schema-Guided Dialogue dataset (google-research-datasets/dstc8-schema-"
            "guided-dialogue)",
     "abcd": "ABCD (asappresearch/abcd, data/abcd_v1.1.json.gz, ontology.json, kb.json)",
+    "mwzeval": "published MultiWOZ system outputs (Tomiinek/MultiWOZ_Evaluation, "
+               "predictions/*.json; the development subset's ids in dev_dialogues.json)",
+    "snli": "SNLI 1.0 (the Stanford NLI corpus, snli_1.0_{train,test}.jsonl, gzipped)",
 }
 
 
