@@ -79,13 +79,13 @@ def _iuv(ctx: TurnContext) -> list[Criterion]:
     out = []
     seen: set[tuple[str, ...]] = set()
     for ex in extract_user_values(ctx.turn, ctx.workflow, ctx.spec):
+        key = (*ex.candidates, *ex.readings)
+        if key in seen:  # the same value said again: one criterion (checked once: a long
+            continue     # utterance may repeat a value thousands of times)
+        seen.add(key)
         # recorded in a candidate slot or anywhere in the workflow's state: not ignored
         if any(_holds(ctx, s, ex.readings) for s in (*ex.candidates, *ctx.workflow.slots)):
             continue
-        key = (*ex.candidates, *ex.readings)
-        if key in seen:
-            continue
-        seen.add(key)
         slots = " or ".join(ex.candidates)
         out.append(Criterion(
             id=f"IUV:{'|'.join(ex.candidates)}:{ex.value}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
@@ -38,23 +39,41 @@ def fold(text: str) -> str:
     return text.replace("\u2019", "'").replace("\u2018", "'").lower()
 
 
+Token = tuple[str, int, int]
+
+
 @lru_cache(maxsize=8192)
-def tokens_with_spans(text: str) -> tuple[tuple[str, int, int], ...]:
+def tokens_with_spans(text: str) -> tuple[Token, ...]:
     """Normalised tokens of `text` with their character offsets in `text`.
 
     Offsets refer to the original string (NFKC folding keeps lengths for the
     characters dialogue text uses), so evidence spans can be shown verbatim.
     Cached: the compiler, S1 and S2 read the same few utterances of a turn
-    many times (once per slot and surface form), and tokenise each once.
+    many times (once per slot and surface form), and tokenise each once
+    (re-tokenising a long one each time made a 100 kB utterance take minutes).
     """
     folded = fold(text)
     if len(folded) != len(text):  # exotic characters changed length: fall back to lower()
         folded = text.lower()
-    out: list[tuple[str, int, int]] = []
+    out: list[Token] = []
     for m in _TOKEN_RE.finditer(folded):
         for piece in normalize_token(m.group()).split():
             out.append((piece, m.start(), m.end()))
     return tuple(out)
+
+
+@lru_cache(maxsize=256)
+def _token_ends(text: str) -> tuple[int, ...]:
+    return tuple(e for _, _, e in tokens_with_spans(text))
+
+
+def tokens_before(text: str, start: int, k: int, since: int = 0) -> list[str]:
+    """The last `k` tokens of `text` that end at or before `start` and begin at or after
+    `since` (binary search, not a scan: callers ask this once per candidate value)."""
+    toks = tokens_with_spans(text)
+    # token ends are non-decreasing, so the tokens ending <= start form a prefix
+    n = bisect_right(_token_ends(text), start)
+    return [t for t, s, _ in toks[max(0, n - k):n] if s >= since]
 
 
 def normalize_token(tok: str) -> str:
@@ -69,8 +88,10 @@ def basic_tokens(text: str) -> list[str]:
     return [t for t, _, _ in tokens_with_spans(text)]
 
 
+@lru_cache(maxsize=4096)
 def basic(text: str) -> str:
-    """Case, whitespace, punctuation, spelling variants and number words folded."""
+    """Case, whitespace, punctuation, spelling variants and number words folded
+    (memoised: schema values are folded again for every turn)."""
     return " ".join(basic_tokens(text))
 
 
