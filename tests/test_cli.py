@@ -63,6 +63,9 @@ def test_resume_finishes_an_interrupted_run(tmp_path: Path) -> None:
     part = tmp_path / "part.jsonl"
     lines = full.read_text().splitlines(keepends=True)
     part.write_text("".join(lines[:10]) + lines[10][:25])  # killed mid-line
+    # a killed run leaves its sidecar (written before the first verdict) beside the file
+    sidecar = tmp_path / "part.jsonl.meta.json"
+    sidecar.write_text((tmp_path / "full.jsonl.meta.json").read_text())
     r = runner.invoke(app, ["evaluate", *args, "--out", str(part)])
     assert r.exit_code == 2 and "--resume" in r.output
     r = runner.invoke(app, ["evaluate", *args, "--out", str(part), "--resume"])

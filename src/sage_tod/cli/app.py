@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -22,6 +22,7 @@ from rich.text import Text
 
 from sage_tod import demo as demo_data
 from sage_tod.cli.data import slices_app, specs_export
+from sage_tod.cli.errors import install_guards, one_line_errors
 from sage_tod.cli.importers import load_log
 from sage_tod.cli.importers import register as register_import
 from sage_tod.cli.llm import llm_app
@@ -29,23 +30,17 @@ from sage_tod.cli.models import calibrate as nli_calibrate
 from sage_tod.cli.models import models_app
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import load_spec
-from sage_tod.contracts.turns import TurnFile, load_turns, read_gold_labels
-from sage_tod.contracts.verdicts import (
-    Verdict,
-    iter_verdicts,
-    prepare_resume,
-    read_verdicts,
-    write_verdict,
-    write_verdicts,
-)
+from sage_tod.contracts.turns import iter_turns, load_turns, read_gold_labels
+from sage_tod.contracts.verdicts import Verdict, iter_verdicts, read_verdicts, write_verdict
 from sage_tod.evaluation.configs import config_names, get_config
 from sage_tod.evaluation.evaluator import Evaluator
 from sage_tod.integrations.gate_cli import gate as gate_cmd
 from sage_tod.outputs.console import err, out
+from sage_tod.outputs.files import check_target, open_lines, write_atomic
+from sage_tod.outputs.render import Summary, score_table, summary_table, verdict_table
 from sage_tod.outputs.render import explain as render_explain
-from sage_tod.outputs.render import score_table, summary_table, verdict_table
 from sage_tod.outputs.scoring import score as score_fn
-from sage_tod.plugins import UnknownName
+from sage_tod.outputs.sink import VerdictSink, file_sha256
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="State-grounded, abstention-aware evaluation of task-oriented dialogue "
@@ -65,31 +60,14 @@ T = TypeVar("T")
 
 def _guard(fn: Callable[[], T]) -> T:
     """Run `fn`; bad input becomes one readable line on stderr and exit status 2."""
-    try:
+    with one_line_errors():
         return fn()
-    except InputError as exc:
-        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
-        raise typer.Exit(2) from None
-    except UnknownName as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
 
 
 def _note_missing(ev: Evaluator) -> None:
     for stage, why in ev.missing_stages.items():
         err.print(f"[yellow]note:[/] config {ev.config} includes {stage}, which is not "
                   f"available ({why}); criteria it would decide abstain.", highlight=False)
-
-
-def _load(spec: Path, turns: Path, skip_invalid: bool) -> tuple[Any, TurnFile]:
-    bundle = load_spec(spec)
-    tf = load_turns(turns, bundle, skip_invalid=skip_invalid)
-    for prob in tf.skipped:
-        err.print(f"[yellow]skipped:[/] {prob}", highlight=False)
-    if tf.skipped:
-        err.print(f"[yellow]{len(tf.skipped)} invalid line(s) skipped; "
-                  f"{len(tf.records)} turn(s) evaluated[/]")
-    return bundle, tf
 
 
 class _RateColumn(ProgressColumn):
@@ -179,35 +157,52 @@ def evaluate(
         err.print("[bold red]error:[/] --pc-state must be after|before and --wnf-state "
                   "either|before")
         raise typer.Exit(2)
-    if log_format is None:
-        _, tf = _guard(lambda: _load(spec, turns, skip_invalid))
-    else:
-        _, tf = _guard(lambda: load_log(spec, turns, log_format, skip_invalid))
+    bundle = _guard(lambda: load_spec(spec))
     ev = _guard(lambda: Evaluator(
-        load_spec(spec), config, batch_size=batch_size,
+        bundle, config, batch_size=batch_size,
         options=_stage_options(nli_model, tau, pc_state=pc_state, wnf_state=wnf_state)))
     _note_missing(ev)
-    if out_path.exists() and out_path.stat().st_size > 0 and not (resume or overwrite):
-        err.print(f"[bold red]error:[/] {out_path} exists; pass --resume to continue it or "
-                  "--overwrite to replace it")
-        raise typer.Exit(2)
-    done = prepare_resume(out_path) if resume else set()
-    todo = [r for r in tf.records if r.turn.key not in done]
-    if route != "oracle":
-        todo = _guard(lambda: _routed(ev.spec, todo, route, _stage_options(nli_model, tau)))
-    if done:
-        err.print(f"resuming: {len(tf.records) - len(todo)} turn(s) already in {out_path}")
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    written: list[Verdict] = []
-    with out_path.open("a" if resume else "w", encoding="utf-8") as fh:
-        for v in _progress_iter(ev.evaluate(todo), len(todo), quiet):
+    identity = {"spec_sha256": file_sha256(spec), "turns_sha256": file_sha256(turns),
+                "format": log_format, "route": route,
+                "options": {"pc_state": pc_state, "wnf_state": wnf_state, "tau": tau,
+                            "nli_model": nli_model},
+                **ev.fingerprint()}
+    skipped: list[Any] = []
+
+    def on_skip(prob: Any) -> None:
+        skipped.append(prob)
+        err.print(f"[yellow]skipped:[/] {prob}", highlight=False)
+
+    # the turns are streamed: records and verdicts are never all held (docs/guarantees.md);
+    # an agent log (--format) is converted whole by its importer first
+    records: Iterable[Any]
+    if log_format is None:
+        records = iter_turns(turns, bundle, skip_invalid=skip_invalid, on_skip=on_skip)
+    else:
+        _, tf = load_log(spec, turns, log_format, skip_invalid)
+        records = tf.records
+    summary = Summary()
+    with VerdictSink(out_path, identity, resume=resume, overwrite=overwrite) as sink:
+        done = sink.done
+        if done:
+            err.print(f"resuming: {len(done)} turn(s) already in {out_path}")
+            if not quiet:
+                for old in iter_verdicts(out_path):
+                    summary.add(old)
+        todo: Iterable[Any] = (r for r in records if r.turn.key not in done)
+        if route != "oracle":
+            todo = _routed(ev.spec, list(todo), route, _stage_options(nli_model, tau))
+        total = 0 if quiet or not err.is_terminal else max(0, _count_lines(turns) - len(done))
+        for v in _progress_iter(ev.evaluate(todo), total, quiet):
             if reproducible:
                 v = v.model_copy(update={"latency_ms": 0.0})
-            write_verdict(v, fh)
-            written.append(v)
+            sink.write(v)
+            summary.add(v)
+    if skipped:
+        err.print(f"[yellow]{len(skipped)} invalid line(s) skipped; "
+                  f"{summary.n} turn(s) in {out_path}[/]")
     if not quiet:
-        allv = _guard(lambda: read_verdicts(out_path)) if done else written
-        out.print(summary_table(allv, title=f"{len(allv)} verdicts -> {out_path}"))
+        out.print(summary.table(title=f"{summary.n} verdicts -> {out_path}"))
 
 
 @app.command()
@@ -274,6 +269,7 @@ def demo(
     config: ConfigOpt = "core",
     out_path: Annotated[Path | None, typer.Option("--out", help="also write the verdicts")
                         ] = None,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing --out file")] = False,
     nli_model: NliModelOpt = None,
     tau: TauOpt = None,
 ) -> None:
@@ -285,9 +281,9 @@ def demo(
     _note_missing(ev)
     vs = list(ev.evaluate(tf.records))
     if out_path is not None:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        with out_path.open("w", encoding="utf-8") as fh:
-            write_verdicts(vs, fh)
+        with _guard(lambda: open_lines(out_path, overwrite=overwrite)) as lines:
+            for v in vs:
+                lines.write(write_verdict, v)
     gold: dict[str, str] = {r.turn.key: (r.gold.failure_class or r.gold.label)
                             for r in tf.records if r.gold}
     out.print(f"[bold]sage-tod demo[/]: {len(tf.records)} turns from {turns_p.name}, "
@@ -316,6 +312,7 @@ def report(
     spec: Annotated[Path | None, typer.Option(help="spec to validate --turns against")
                     ] = None,
     title: Annotated[str, typer.Option(help="page title")] = "sage-tod report",
+    overwrite: Annotated[bool, typer.Option(help="replace an existing --out file")] = False,
 ) -> None:
     """Write a self-contained HTML report with filters and evidence traces."""
     from sage_tod.contracts.turns import TurnRecord, load_turns_unchecked
@@ -330,9 +327,9 @@ def report(
             records = _guard(lambda: load_turns_unchecked(turns))
     by_key = {r.turn.key: r.turn for r in records}
     gold = {r.turn.key: r.gold for r in records}
+    _guard(lambda: check_target(out_path, overwrite=overwrite))  # before the work
     page = render_report(vs, by_key, gold if any(gold.values()) else None, title=title)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(page, encoding="utf-8")
+    _guard(lambda: write_atomic(out_path, page, overwrite=overwrite))
     out.print(f"wrote {out_path} ({len(vs)} turns, {len(page) // 1024} KiB)")
 
 
@@ -473,6 +470,9 @@ def configs() -> None:
     for name in config_names():
         cfg = get_config(name)
         out.print(f"[bold]{name:6}[/] {'+'.join(cfg.stages):10} {cfg.help}")
+
+
+install_guards(app)  # every command of every sub-app: one-line errors, never a traceback
 
 
 def main() -> None:

@@ -149,9 +149,8 @@ Node = Const | IsFilled | Compare | Not | And | Or | AllRequired
 def _tokenize(text: str) -> list[_Tok]:
     toks: list[_Tok] = []
     pos = 0
-    while pos < len(text):
-        if text[pos:].strip() == "":
-            break
+    end = len(text.rstrip())  # not `text[pos:].strip()` per token: quadratic on long input
+    while pos < end:
         m = _TOKEN_RE.match(text, pos)
         if not m or m.end() == pos:
             raise PredicateSyntaxError(f"unexpected character {text[pos:].strip()[:1]!r} "
@@ -171,11 +170,26 @@ def _tokenize(text: str) -> list[_Tok]:
     return toks
 
 
+MAX_DEPTH = 50  # nested parentheses / `not`s; deeper is an error, not a RecursionError
+MAX_LENGTH = 100_000  # characters of one expression
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise PredicateSyntaxError(f"expected an expression string, got "
+                                       f"{type(text).__name__}")
+        if len(text) > MAX_LENGTH:
+            raise PredicateSyntaxError(f"expression longer than {MAX_LENGTH:,} characters")
         self.text = text
         self.toks = _tokenize(text)
         self.i = 0
+        self.depth = 0
+
+    def _enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise PredicateSyntaxError(f"expression nested more than {MAX_DEPTH} levels deep")
 
     def peek(self) -> _Tok | None:
         return self.toks[self.i] if self.i < len(self.toks) else None
@@ -217,7 +231,10 @@ class _Parser:
 
     def parse_unary(self) -> Node:
         if self.keyword("not"):
-            return Not(self.parse_unary())
+            self._enter()
+            node = Not(self.parse_unary())
+            self.depth -= 1
+            return node
         return self.parse_atom()
 
     def expect_op(self, op: str) -> None:
@@ -228,8 +245,10 @@ class _Parser:
     def parse_atom(self) -> Node:
         tok = self.next("a condition")
         if tok.kind == "op" and tok.text == "(":
+            self._enter()
             node = self.parse_or()
             self.expect_op(")")
+            self.depth -= 1
             return node
         if tok.kind == "word" and tok.text.lower() in {"true", "false"}:
             return Const(tok.text.lower() == "true")

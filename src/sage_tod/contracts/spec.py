@@ -9,7 +9,7 @@ silently wrong verdicts.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -26,6 +26,7 @@ from sage_tod.contracts.predicate import (
     parse_predicate,
     render,
 )
+from sage_tod.contracts.safejson import UnsafeDocument, check_tree, parse_json
 from sage_tod.text.keys import normalize_typed
 from sage_tod.text.normalize import is_unset, synonym_table
 
@@ -235,27 +236,50 @@ def _loc(loc: Iterable[Any]) -> str:
     return out
 
 
+MAX_SPEC_BYTES = 50 * 1024 * 1024
+
+
 def _read_document(path: Path) -> Any:
+    if path.is_dir():
+        raise InputError(path, "is a directory, not a spec file")
     try:
-        text = path.read_text(encoding="utf-8")
+        if path.is_file() and path.stat().st_size > MAX_SPEC_BYTES:
+            raise InputError(path, f"spec file is larger than {MAX_SPEC_BYTES // 2**20} MiB")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read file: {exc}") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read file: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise InputError(path, "not UTF-8 text", line=line) from None
     if not text.strip():
         raise InputError(path, "file is empty")
     if path.suffix.lower() == ".json":
         try:
-            return json.loads(text)
+            return parse_json(text)
         except json.JSONDecodeError as exc:
             raise InputError(path, f"malformed JSON: {exc.msg}", line=exc.lineno) from None
+        except UnsafeDocument as exc:
+            raise InputError(path, str(exc)) from None
     try:
-        return yaml.safe_load(text)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
         raise InputError(path, f"malformed YAML: {problem}", line=line) from None
+    except RecursionError:
+        raise InputError(path, "malformed YAML: nesting is too deep") from None
+    except (ValueError, OverflowError) as exc:  # e.g. a 5,000-digit number
+        raise InputError(path, f"malformed YAML: {exc}") from None
+    try:
+        check_tree(data)
+    except UnsafeDocument as exc:
+        raise InputError(path, str(exc)) from None
+    return data
 
 
 def load_spec(path: str | Path) -> SpecBundle:
@@ -267,6 +291,10 @@ def load_spec(path: str | Path) -> SpecBundle:
 
 def parse_spec(data: Any, path: str | Path = "<spec>") -> SpecBundle:
     """Validate an already-parsed spec document (dict or list)."""
+    try:
+        check_tree(data)
+    except UnsafeDocument as exc:
+        raise InputError(path, str(exc)) from None
     if isinstance(data, list):
         data = {"workflows": data}
     elif isinstance(data, dict) and "id" in data and "workflows" not in data:
@@ -421,34 +449,72 @@ def _from_pairs(pairs: list[tuple[str, str]], slots: Mapping[str, SlotSpec],
                 raise InputError(path, f"{name!r} is not a required field",
                                  field=f"{where}.precedes[{j}]")
         direct[b].add(a)
-    # transitive closure with cycle detection (depth-first, colour marking)
-    closure: dict[str, frozenset[str]] = {}
-    state: dict[str, int] = {}
-
-    def visit(node: str, stack: list[str]) -> frozenset[str]:
-        if state.get(node) == 2:
-            return closure[node]
-        if state.get(node) == 1:
-            cyc = [*stack[stack.index(node):], node]
-            raise InputError(path, "ordering cycle: " + " -> ".join(reversed(cyc)),
-                             field=f"{where}.precedes")
-        state[node] = 1
-        acc: set[str] = set()
-        for p in sorted(direct[node]):
-            acc.add(p)
-            acc |= visit(p, [*stack, node])
-        state[node] = 2
-        closure[node] = frozenset(acc)
-        return closure[node]
-
-    for f in req:
-        visit(f, [])
-    # layer into buckets for display: depth = longest chain of prerequisites
+    # transitive closure in topological order (Kahn), as bitsets: no recursion (a chain of
+    # 2,500 pairs is 2,500 deep) and no set per field (a chain's closure is quadratic)
+    order_of = {f: i for i, f in enumerate(req)}
+    after: dict[str, list[str]] = {f: [] for f in req}
+    indeg = {f: len(direct[f]) for f in req}
+    for b, preds in direct.items():
+        for a in preds:
+            after[a].append(b)
+    queue = [f for f in req if indeg[f] == 0]
+    topo: list[str] = []
+    while queue:
+        f = queue.pop()
+        topo.append(f)
+        for b in after[f]:
+            indeg[b] -= 1
+            if indeg[b] == 0:
+                queue.append(b)
+    if len(topo) != len(req):
+        raise InputError(path, "ordering cycle: " + _cycle_text(direct, indeg),
+                         field=f"{where}.precedes")
+    bits: dict[str, int] = {}
     depth: dict[str, int] = {}
-    for f in sorted(req, key=lambda x: len(closure[x])):
+    for f in topo:  # every prerequisite comes before what it precedes
+        acc = 0
+        for p in direct[f]:
+            acc |= bits[p] | (1 << order_of[p])
+        bits[f] = acc
         depth[f] = 1 + max((depth[p] for p in direct[f]), default=-1)
+    # layer into buckets for display: depth = longest chain of prerequisites
     layers: dict[int, list[str]] = {}
     for f in req:
         layers.setdefault(depth[f], []).append(f)
     buckets = tuple(tuple(layers[d]) for d in sorted(layers))
-    return buckets, {f: tuple(frozenset([p]) for p in sorted(ps)) for f, ps in closure.items()}
+    return buckets, _ClosureGroups(req, bits)
+
+
+def _cycle_text(direct: Mapping[str, set[str]], indeg: Mapping[str, int]) -> str:
+    """One cycle among the fields left with prerequisites, as "a -> b -> a"."""
+    left = {f for f, d in indeg.items() if d > 0}
+    node = min(left)
+    path: list[str] = []
+    seen: dict[str, int] = {}
+    while node not in seen:
+        seen[node] = len(path)
+        path.append(node)
+        node = min(p for p in direct[node] if p in left)
+    cyc = [*path[seen[node]:], node]
+    return " -> ".join(reversed(cyc))
+
+
+class _ClosureGroups(Mapping[str, Groups]):
+    """field -> one singleton group per transitive prerequisite, computed on access from a
+    bitset (in name order, like the sets it replaces); the singletons are shared."""
+
+    def __init__(self, fields: tuple[str, ...], bits: Mapping[str, int]) -> None:
+        self._fields = fields
+        self._bits = dict(bits)
+        self._one = [frozenset([f]) for f in fields]
+
+    def __getitem__(self, name: str) -> Groups:
+        b = self._bits[name]
+        groups = [self._one[i] for i in range(b.bit_length()) if b >> i & 1]
+        return tuple(sorted(groups, key=lambda g: next(iter(g))))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)

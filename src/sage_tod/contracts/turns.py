@@ -8,25 +8,41 @@ accident: scoring joins verdicts to gold by (dialogue_id, turn_id).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 from sage_tod.contracts.criteria import ClassName
 from sage_tod.contracts.errors import InputError, InputProblem
+from sage_tod.contracts.safejson import UnsafeDocument, parse_json
 from sage_tod.contracts.spec import SpecBundle
 from sage_tod.text.normalize import is_unset
+
+# The longest utterance sage-tod reads (characters). Rules-only evaluation is linear in
+# the utterance (a 100 kB one takes well under 2 s, docs/results-trust.md); beyond this a
+# turn is refused with a one-line error rather than truncated, because a verdict on half
+# an utterance would be silently wrong (docs/guarantees.md).
+MAX_TEXT_CHARS = 200_000
+Text = Annotated[StrictStr, Field(max_length=MAX_TEXT_CHARS)]
 
 
 class HistoryEntry(BaseModel):
     """One earlier exchange of the dialogue."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    user: StrictStr = ""
-    agent: StrictStr = ""
+    user: Text = ""
+    agent: Text = ""
 
 
 class UserValue(BaseModel):
@@ -64,10 +80,10 @@ class Turn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     dialogue_id: StrictStr = Field(min_length=1)
-    turn_id: int | StrictStr
+    turn_id: StrictInt | StrictStr  # `true` is not a turn id (it would read as 1)
     workflow: StrictStr
-    user: StrictStr
-    agent: StrictStr
+    user: Text
+    agent: Text
     state_before: dict[StrictStr, StrictStr | None]
     state_after: dict[StrictStr, StrictStr | None]
     history: tuple[HistoryEntry, ...] | None = None
@@ -131,6 +147,39 @@ def _describe(value: Any) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
+def check_turn(turn: Turn, spec: SpecBundle, path: str | Path = "<turn>",
+               line: int | None = None) -> None:
+    """The spec's checks on a turn: known workflow, slots in the schema, spans inside u_t.
+    Turns built in Python (`Turn(...)`, `TurnRecord`) go through the same checks."""
+    wf = spec.workflow(turn.workflow)
+    if wf is None:
+        known = ", ".join(sorted(spec.workflows))
+        raise InputError(path, f"unknown workflow id {turn.workflow!r} (spec has: {known})",
+                         line=line, field="workflow")
+    for side in ("state_before", "state_after"):
+        for slot in getattr(turn, side):
+            if spec.slot(slot, wf) is None:
+                raise InputError(path, f"slot {slot!r} is not in the schema", line=line,
+                                 field=f"{side}.{slot}")
+    for i, uv in enumerate(turn.user_values or ()):
+        if spec.slot(uv.slot, wf) is None:
+            raise InputError(path, f"slot {uv.slot!r} is not in the schema", line=line,
+                             field=f"user_values[{i}].slot")
+        if uv.start is not None and uv.end is not None and not (
+                uv.start <= uv.end <= len(turn.user)):
+            raise InputError(path, "span is outside the user utterance", line=line,
+                             field=f"user_values[{i}]")
+    if turn.agent_acts is not None:
+        for i, slot in enumerate(turn.agent_acts.request):
+            if spec.slot(slot, wf) is None:
+                raise InputError(path, f"slot {slot!r} is not in the schema", line=line,
+                                 field=f"agent_acts.request[{i}]")
+        for slot in turn.agent_acts.inform:
+            if spec.slot(slot, wf) is None:
+                raise InputError(path, f"slot {slot!r} is not in the schema", line=line,
+                                 field=f"agent_acts.inform.{slot}")
+
+
 def parse_turn(obj: Any, spec: SpecBundle, path: str | Path = "<turns>",
                line: int | None = None) -> TurnRecord:
     """Validate one turn object against the format and the spec."""
@@ -147,38 +196,14 @@ def parse_turn(obj: Any, spec: SpecBundle, path: str | Path = "<turns>",
             msg = "missing required field"
         elif err["type"] == "extra_forbidden":
             msg = "unknown field"
+        elif err["type"] == "string_too_long":
+            msg = f"text longer than the limit: {err['msg'].lower()}"
         elif "string" in err["type"] or "str" in err["type"]:
             msg = f"expected a string, got {_describe(err.get('input'))}"
         else:
             msg = err["msg"]
         raise InputError(path, msg, line=line, field=loc or None) from None
-    wf = spec.workflow(tl.workflow)
-    if wf is None:
-        known = ", ".join(sorted(spec.workflows))
-        raise InputError(path, f"unknown workflow id {tl.workflow!r} (spec has: {known})",
-                         line=line, field="workflow")
-    for side in ("state_before", "state_after"):
-        for slot in getattr(tl, side):
-            if spec.slot(slot, wf) is None:
-                raise InputError(path, f"slot {slot!r} is not in the schema", line=line,
-                                 field=f"{side}.{slot}")
-    for i, uv in enumerate(tl.user_values or ()):
-        if spec.slot(uv.slot, wf) is None:
-            raise InputError(path, f"slot {uv.slot!r} is not in the schema", line=line,
-                             field=f"user_values[{i}].slot")
-        if uv.start is not None and uv.end is not None and not (
-                uv.start <= uv.end <= len(tl.user)):
-            raise InputError(path, "span is outside the user utterance", line=line,
-                             field=f"user_values[{i}]")
-    if tl.agent_acts is not None:
-        for i, slot in enumerate(tl.agent_acts.request):
-            if spec.slot(slot, wf) is None:
-                raise InputError(path, f"slot {slot!r} is not in the schema", line=line,
-                                 field=f"agent_acts.request[{i}]")
-        for slot in tl.agent_acts.inform:
-            if spec.slot(slot, wf) is None:
-                raise InputError(path, f"slot {slot!r} is not in the schema", line=line,
-                                 field=f"agent_acts.inform.{slot}")
+    check_turn(tl, spec, path, line)
     turn = Turn.model_validate(tl.model_dump(exclude={"gold", "meta"}))
     return TurnRecord(turn=turn, gold=tl.gold, meta=tl.meta, line=line)
 
@@ -186,14 +211,13 @@ def parse_turn(obj: Any, spec: SpecBundle, path: str | Path = "<turns>",
 def as_turn(obj: Turn | TurnRecord | Mapping[str, Any], spec: SpecBundle,
             where: str | Path = "<turn>") -> Turn:
     """The one conversion from what callers hold (a `Turn`, a `TurnRecord`, a dict in the
-    turns format) to a `Turn` checked against `spec`; anything else is an `InputError`."""
+    turns format) to a `Turn` checked against `spec`; anything else is an `InputError`.
+    A `Turn` or a record's turn gets the same spec checks as a file's line."""
     if isinstance(obj, TurnRecord):
-        if spec.workflow(obj.turn.workflow) is None:
-            raise InputError(where, f"unknown workflow id {obj.turn.workflow!r}",
-                             field="workflow")
-        return obj.turn
+        obj = obj.turn
     if isinstance(obj, Turn):
-        return parse_turn(obj.model_dump(), spec, where).turn
+        check_turn(obj, spec, where)
+        return obj
     if isinstance(obj, Mapping):
         return parse_turn(dict(obj), spec, where).turn
     raise InputError(where, "a turn must be a Turn, a TurnRecord or a dict in the turns "
@@ -201,26 +225,49 @@ def as_turn(obj: Turn | TurnRecord | Mapping[str, Any], spec: SpecBundle,
 
 
 def iter_turn_lines(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
-    """Yield (line number, parsed JSON or the error) for each non-blank line."""
+    """Yield (line number, parsed JSON or the error) for each non-blank line.
+
+    Lines are decoded one at a time, so a line that is not UTF-8 is an error
+    on that line (skippable with --skip-invalid), not on the whole file; the
+    JSON reader is bounded (`contracts.safejson`: depth, number size, NaN,
+    lone surrogates).
+    """
     p = Path(path)
+    if p.is_dir():
+        raise InputError(p, "is a directory, not a turns file")
     try:
-        fh = p.open(encoding="utf-8")
+        fh = p.open("rb")
     except FileNotFoundError:
         raise InputError(p, "file not found") from None
     except OSError as exc:
-        raise InputError(p, f"cannot read file: {exc}") from None
+        raise InputError(p, f"cannot read file: {exc.strerror or exc}") from None
     with fh:
-        try:
-            for n, raw in enumerate(fh, start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    yield n, json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    yield n, InputError(p, f"malformed JSON: {exc.msg} (column {exc.colno})",
-                                        line=n)
-        except UnicodeDecodeError:
-            raise InputError(p, "file is not UTF-8 text") from None
+        n = 0
+        while True:
+            try:
+                raw = fh.readline()
+            except OSError as exc:
+                raise InputError(p, f"cannot read file: {exc.strerror or exc}") from None
+            if not raw:
+                break
+            n += 1
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield n, InputError(p, f"not UTF-8 text (byte {exc.start + 1} of the line)",
+                                    line=n)
+                continue
+            if n == 1 and text.startswith("\ufeff"):
+                text = text[1:]  # a byte-order mark some editors write
+            if not text.strip():
+                continue
+            try:
+                yield n, parse_json(text)
+            except json.JSONDecodeError as exc:
+                yield n, InputError(p, f"malformed JSON: {exc.msg} (column {exc.colno})",
+                                    line=n)
+            except UnsafeDocument as exc:
+                yield n, InputError(p, str(exc), line=n)
 
 
 def load_turns_unchecked(path: str | Path) -> list[TurnRecord]:
@@ -242,11 +289,23 @@ def load_turns_unchecked(path: str | Path) -> list[TurnRecord]:
     return with_history(recs)
 
 
+def iter_turns(path: str | Path, spec: SpecBundle, *, skip_invalid: bool = False,
+               on_skip: Callable[[InputProblem], None] | None = None) -> Iterator[TurnRecord]:
+    """Stream the valid turns of a file, in file order, with `history` filled in.
+
+    Memory stays bounded by what the dialogues' histories need, not by the file:
+    records are yielded, not kept (`evaluate` runs 100k turns in < 500 MB).
+    """
+    return iter_validated(iter_turn_lines(path), spec, path, skip_invalid=skip_invalid,
+                          on_skip=on_skip)
+
+
 def load_turns(path: str | Path, spec: SpecBundle, *, skip_invalid: bool = False) -> TurnFile:
     """Read and validate a turns JSONL file; fills in `history` where absent.
 
     The first problem raises `InputError` unless `skip_invalid`, in which case
     invalid lines are collected in `TurnFile.skipped` and the rest are kept.
+    (`iter_turns` streams the same records without holding them.)
     """
     return validate_turns(iter_turn_lines(path), spec, path, skip_invalid=skip_invalid)
 
@@ -257,10 +316,27 @@ def validate_turns(items: Iterable[tuple[int, Any | InputError]], spec: SpecBund
     """Numbered turn objects (a file's lines, an importer's turns) -> a `TurnFile`.
 
     The one place turns are checked against a spec and for duplicate ids, so a
-    turns file and an imported log are held to the same rules.
+    turns file and an imported log are held to the same rules (`iter_validated`).
     """
     out = TurnFile(records=[])
-    seen: dict[tuple[str, str], int] = {}
+    out.records = list(iter_validated(items, spec, path, skip_invalid=skip_invalid,
+                                      on_skip=out.skipped.append, empty=empty))
+    return out
+
+
+def iter_validated(items: Iterable[tuple[int, Any | InputError]], spec: SpecBundle,
+                   path: str | Path, *, skip_invalid: bool = False,
+                   on_skip: Callable[[InputProblem], None] | None = None,
+                   empty: str = "file is empty: no turns") -> Iterator[TurnRecord]:
+    """`validate_turns`, streamed: each valid record as soon as it is read.
+
+    Invalid items raise `InputError` unless `skip_invalid`, when each problem
+    goes to `on_skip`. Two turns whose keys (`dialogue:turn`) are equal are
+    duplicates, also when the ids differ ("a:b" + 0 and "a" + "b:0"): verdicts
+    are joined by that key.
+    """
+    seen: dict[str, int] = {}
+    history = _History()
     any_item = False
     for n, item in items:
         any_item = True
@@ -268,20 +344,20 @@ def validate_turns(items: Iterable[tuple[int, Any | InputError]], spec: SpecBund
             if isinstance(item, InputError):
                 raise item
             rec = parse_turn(item, spec, path, n)
-            k = (rec.turn.dialogue_id, str(rec.turn.turn_id))
+            k = rec.turn.key
             if k in seen:
-                raise InputError(path, f"duplicate turn {k[0]}:{k[1]} (first on line {seen[k]})",
+                raise InputError(path, f"duplicate turn {k} (first on line {seen[k]})",
                                  line=n, field="turn_id")
             seen[k] = n
-            out.records.append(rec)
         except InputError as exc:
             if not skip_invalid:
                 raise
-            out.skipped.append(exc.problem)
+            if on_skip is not None:
+                on_skip(exc.problem)
+            continue
+        yield history.fill(rec)
     if not any_item:
         raise InputError(path, empty)
-    out.records = with_history(out.records)
-    return out
 
 
 def transcript_lines(history: Sequence[HistoryEntry], last: int | None = None) -> list[str]:
@@ -300,19 +376,27 @@ def transcript_lines(history: Sequence[HistoryEntry], last: int | None = None) -
     return lines
 
 
-def with_history(records: list[TurnRecord]) -> list[TurnRecord]:
-    """Give each turn without `history` the earlier turns of its dialogue, in file order."""
-    so_far: dict[str, list[HistoryEntry]] = {}
-    result: list[TurnRecord] = []
-    for rec in records:
+class _History:
+    """The earlier exchanges of each dialogue seen so far (shared, never copied per turn
+    beyond the tuple a turn needs)."""
+
+    def __init__(self) -> None:
+        self._past: dict[str, list[HistoryEntry]] = {}
+
+    def fill(self, rec: TurnRecord) -> TurnRecord:
         t = rec.turn
-        past = so_far.setdefault(t.dialogue_id, [])
+        past = self._past.setdefault(t.dialogue_id, [])
         if t.history is None:
             t = t.model_copy(update={"history": tuple(past)})
             rec = TurnRecord(turn=t, gold=rec.gold, meta=rec.meta, line=rec.line)
         past.append(HistoryEntry(user=t.user, agent=t.agent))
-        result.append(rec)
-    return result
+        return rec
+
+
+def with_history(records: Iterable[TurnRecord]) -> list[TurnRecord]:
+    """Give each turn without `history` the earlier turns of its dialogue, in file order."""
+    h = _History()
+    return [h.fill(rec) for rec in records]
 
 
 def read_gold_labels(path: str | Path) -> list[tuple[str, Gold | None]]:

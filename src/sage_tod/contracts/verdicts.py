@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from sage_tod.contracts.criteria import FailureClass, Outcome, Span, as_failure_class
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.safejson import UnsafeDocument, parse_json
 
 FORMAT_VERSION = 1
 # a built-in class (IUV, WNF, PC, UV) or a plugin's class name (docs/api.md)
@@ -61,9 +62,13 @@ class Verdict(BaseModel):
                                         description="classes of the criteria that fired")
     criteria: list[CriterionVerdict]
     config: str
-    stages: list[str]
+    stages: list[str] = Field(description="the stages that ran (a configured stage that "
+                                          "could not run is in `missing`, not here)")
     latency_ms: float
     cost_usd: float = 0.0
+    missing: list[str] = Field(default_factory=list,
+                               description="configured stages that could not run; written "
+                                           "only when not empty (additive, format v1)")
 
     @property
     def key(self) -> str:
@@ -74,7 +79,10 @@ class Verdict(BaseModel):
         return [c.repair for c in self.criteria if c.repair]
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
+        d = self.model_dump(mode="json", by_alias=True)
+        if not d["missing"]:
+            del d["missing"]  # lines of a complete run stay byte-identical to before
+        return d
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=False)
@@ -101,20 +109,34 @@ def write_verdicts(verdicts: Iterable[Verdict], fh: IO[str]) -> int:
 
 
 def iter_verdicts(path: str | Path) -> Iterator[Verdict]:
-    """Read a verdicts file; a bad line raises `InputError` naming line and field."""
+    """Read a verdicts file; a bad line raises `InputError` naming line and field.
+
+    Lines are decoded one by one and parsed by the bounded JSON reader, so a
+    non-UTF-8 byte, NaN, a huge number or deep nesting is a located error.
+    """
     p = Path(path)
+    if p.is_dir():
+        raise InputError(p, "is a directory, not a verdicts file")
     try:
-        fh = p.open(encoding="utf-8")
+        fh = p.open("rb")
     except FileNotFoundError:
         raise InputError(p, "file not found") from None
+    except OSError as exc:
+        raise InputError(p, f"cannot read file: {exc.strerror or exc}") from None
     with fh:
         for n, raw in enumerate(fh, start=1):
-            if not raw.strip():
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(p, "not UTF-8 text", line=n) from None
+            if not text.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                obj = parse_json(text)
             except json.JSONDecodeError as exc:
                 raise InputError(p, f"malformed JSON: {exc.msg}", line=n) from None
+            except UnsafeDocument as exc:
+                raise InputError(p, str(exc), line=n) from None
             try:
                 yield Verdict.model_validate(obj)
             except ValidationError as exc:
@@ -127,27 +149,66 @@ def read_verdicts(path: str | Path) -> list[Verdict]:
     return list(iter_verdicts(path))
 
 
+_VERDICT_PREFIX = b'{"format_version"'
+_LABELS = frozenset({"failure", "acceptable", "undecided"})
+
+
+def _is_verdict_line(raw: bytes) -> str | None:
+    """The turn key of a verdict line, or None when the line is not a verdict."""
+    try:
+        obj = parse_json(raw)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    did, tid = obj.get("dialogue_id"), obj.get("turn_id")
+    if (not isinstance(did, str) or isinstance(tid, bool) or not isinstance(tid, int | str)
+            or obj.get("verdict") not in _LABELS or not isinstance(obj.get("criteria"), list)
+            or not isinstance(obj.get("format_version"), int)):
+        return None
+    return f"{did}:{tid}"
+
+
+def scan_verdicts(path: Path) -> tuple[set[str], int]:
+    """(keys of the verdicts in `path`, bytes of its complete verdict lines).
+
+    Raises `InputError` (and touches nothing) when a line is not a verdict,
+    except a last line without its newline that starts like one: that is what
+    an interrupted write leaves, and it is the only thing a resume cuts.
+    """
+    keys: set[str] = set()
+    good = 0
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise InputError(path, f"cannot read file: {exc.strerror or exc}") from None
+    with fh:
+        for n, raw in enumerate(fh, start=1):
+            complete = raw.endswith(b"\n")
+            key = _is_verdict_line(raw) if complete else None
+            if key is None:
+                if not complete and (raw.startswith(_VERDICT_PREFIX)
+                                     or _VERDICT_PREFIX.startswith(raw)):
+                    break  # half a line from an interrupted run: redone
+                raise InputError(path, "is not a verdicts file (this line is not a verdict); "
+                                       "not resuming, the file is left as it is", line=n)
+            keys.add(key)
+            good += len(raw)
+    return keys, good
+
+
 def prepare_resume(path: str | Path) -> set[str]:
     """Keys of the verdicts already in `path`, for --resume.
 
-    The file is cut back to its last complete, parseable line first, so a line
-    half-written by an interrupted run is redone instead of corrupting the file.
+    A last line half-written by an interrupted run is cut off (and redone);
+    a file with any other line that is not a verdict raises `InputError` and
+    is left untouched (it is not ours to truncate). The CLI goes through
+    `outputs.sink.VerdictSink`, which adds the lock and the sidecar check.
     """
-    keys: set[str] = set()
     p = Path(path)
     if not p.exists():
-        return keys
-    good = 0
-    with p.open("rb") as fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break
-            try:
-                obj = json.loads(raw)
-                keys.add(f"{obj['dialogue_id']}:{obj['turn_id']}")
-            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
-                break
-            good += len(raw)
+        return set()
+    keys, good = scan_verdicts(p)
     if good != p.stat().st_size:
         with p.open("r+b") as fh:
             fh.truncate(good)

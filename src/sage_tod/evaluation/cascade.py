@@ -13,6 +13,7 @@ from typing import Any
 
 from sage_tod.compiler.kinds import BUILTIN_CRITERIA
 from sage_tod.contracts.criteria import Criterion, Decision, Outcome
+from sage_tod.contracts.errors import InputError, InputProblem
 from sage_tod.evaluation.configs import CONFIGS, config_names, get_config
 from sage_tod.plugins import UnknownName
 from sage_tod.verifiers.base import Item, Stage, StageUnavailable, build_stage
@@ -34,11 +35,13 @@ class CriterionResult:
     trace: list[StageStep] = field(default_factory=list)
 
 
-class UnknownConfig(UnknownName):
-    """A configuration name nobody registered."""
+class UnknownConfig(InputError, UnknownName):
+    """A configuration name nobody registered: an input error (exit 2), and a KeyError
+    (`UnknownName`) as before."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__("config", name, config_names())
+    def __init__(self, name: object) -> None:
+        UnknownName.__init__(self, "config", str(name), config_names())
+        self.problem = InputProblem("--config", str(self.args[0]))
 
 
 class Cascade:
@@ -53,8 +56,11 @@ class Cascade:
 
     @classmethod
     def from_config(cls, name: str, options: Mapping[str, Any] | None = None) -> Cascade:
-        if name not in CONFIGS:
+        if not isinstance(name, str) or name not in CONFIGS:
             raise UnknownConfig(name)
+        if options is not None and not isinstance(options, Mapping):
+            raise InputError("<options>", f"options must be a mapping, got "
+                                          f"{type(options).__name__}")
         stages: list[Stage] = []
         missing: dict[str, str] = {}
         config = get_config(name)
@@ -63,15 +69,31 @@ class Cascade:
                 stages.append(build_stage(stage_name, dict(options or {})))
             except StageUnavailable as exc:
                 missing[stage_name] = str(exc)
+            except (TypeError, ValueError) as exc:  # an option of the wrong type or range
+                raise InputError("<options>", f"{stage_name}: {exc}") from None
         return cls(stages, missing, name, config.criteria)
 
     @property
     def stage_names(self) -> list[str]:
+        """The stages that run (a configured stage that could not be built is in `missing`)."""
         return [s.name for s in self.stages]
 
+    def fingerprint(self) -> dict[str, object]:
+        """What determines this cascade's answers, per stage (for resume checks): a stage
+        with a `fingerprint()` method (S2: model hash, backend, claim design; S3: endpoint
+        and model) reports it; others report their name."""
+        out: dict[str, object] = {}
+        for s in self.stages:
+            fp = getattr(s, "fingerprint", None)
+            out[s.name] = fp() if callable(fp) else {}
+        return {"config": self.config, "stages": out, "missing": sorted(self.missing)}
+
     def run(self, items: Sequence[Item]) -> list[CriterionResult]:
-        results = [CriterionResult(it.criterion, Decision.abstain("no stage accepted it"), None)
-                   for it in items]
+        why = "no stage accepted it"
+        if self.missing:  # say which configured stage would have been asked
+            why = ("no available stage decided it; configured but not available: "
+                   + "; ".join(f"{k} ({v})" for k, v in sorted(self.missing.items())))
+        results = [CriterionResult(it.criterion, Decision.abstain(why), None) for it in items]
         for stage in self.stages:
             idx = [i for i, r in enumerate(results)
                    if r.decided_by is None and stage.accepts(r.criterion)]

@@ -11,12 +11,24 @@ from sage_tod.compiler.compile import compile_turn
 from sage_tod.compiler.context import TurnContext, make_context
 from sage_tod.compiler.kinds import resolve_kinds
 from sage_tod.contracts.criteria import Outcome, class_rank
-from sage_tod.contracts.spec import SpecBundle, load_spec
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import SpecBundle, load_spec, parse_spec
 from sage_tod.contracts.turns import Turn, TurnRecord, as_turn
 from sage_tod.contracts.verdicts import CriterionVerdict, StageAnswer, Verdict
 from sage_tod.evaluation.aggregate import repair_signal, turn_verdict
 from sage_tod.evaluation.cascade import Cascade
 from sage_tod.verifiers.base import Item
+
+
+def _as_spec(spec: object) -> SpecBundle:
+    if isinstance(spec, SpecBundle):
+        return spec
+    if isinstance(spec, str | Path):
+        return load_spec(spec)
+    if isinstance(spec, Mapping | list):  # an already-parsed spec document
+        return parse_spec(dict(spec) if isinstance(spec, Mapping) else spec)
+    raise InputError("<spec>", "expected a SpecBundle, a spec file path or a parsed spec "
+                               f"mapping, got {type(spec).__name__}")
 
 
 class Evaluator:
@@ -27,10 +39,13 @@ class Evaluator:
     'failure'
     """
 
-    def __init__(self, spec: SpecBundle | str | Path, config: str = "core", *,
+    def __init__(self, spec: SpecBundle | str | Path | Mapping[str, Any],
+                 config: str = "core", *,
                  cascade: Cascade | None = None, options: Mapping[str, Any] | None = None,
                  batch_size: int = 64) -> None:
-        self.spec = spec if isinstance(spec, SpecBundle) else load_spec(spec)
+        self.spec = _as_spec(spec)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+            raise InputError("<batch_size>", f"expected a whole number, got {batch_size!r}")
         self.cascade = cascade or Cascade.from_config(config, options)
         self.config = config if cascade is None else cascade.config
         self.batch_size = max(1, batch_size)
@@ -46,7 +61,13 @@ class Evaluator:
         """Configured stages that could not run, with the reason (their criteria abstain)."""
         return dict(self.cascade.missing)
 
+    def fingerprint(self) -> dict[str, object]:
+        """The configuration, options and models that determine the verdicts (stored in a
+        verdicts file's sidecar, so `--resume` never mixes two runs)."""
+        return self.cascade.fingerprint()
+
     def _as_turn(self, turn: Turn | TurnRecord | Mapping[str, Any]) -> Turn:
+        """Every way in (a dict, a `Turn`, a `TurnRecord`) gets the same spec checks."""
         return as_turn(turn, self.spec)
 
     def evaluate_turn(self, turn: Turn | TurnRecord | Mapping[str, Any]) -> Verdict:
@@ -107,5 +128,6 @@ class Evaluator:
                 verdict=label, confidence=conf, classes=classes, criteria=crits,
                 config=self.config, stages=self.cascade.stage_names, latency_ms=latency,
                 cost_usd=round(sum(s.decision.cost_usd for r in rs for s in r.trace), 8),
+                missing=sorted(self.cascade.missing),
             ))
         return out

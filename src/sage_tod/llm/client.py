@@ -31,9 +31,11 @@ from typing import Any
 
 import httpx
 
-from sage_tod.llm.cache import CachedResponse, ResponseCache, cache_key
+from sage_tod.contracts.safejson import parse_json
+from sage_tod.llm.cache import CachedResponse, ResponseCache, cache_key, open_cache
 from sage_tod.llm.config import LLMConfig
 from sage_tod.llm.pricing import Price, price_for
+from sage_tod.llm.redact import Redactor
 
 log = logging.getLogger("sage_tod.llm")
 
@@ -120,7 +122,7 @@ class LLMClient:
         self.price: Price = price_for(config.model, price_in=config.price_in,
                                       price_out=config.price_out, local=config.is_loopback)
         if cache is None and use_cache and config.cache_path:
-            cache = ResponseCache(config.cache_path)
+            cache = open_cache(config.cache_path)
         self.cache = cache if use_cache else None
         self.stats = ClientStats()
         self._lock = threading.Lock()
@@ -140,7 +142,8 @@ class LLMClient:
         with self._lock:
             self.stats.requests += 1
         params = self._params(request)
-        key = cache_key(self.config.model, request.messages, params)
+        key = cache_key(self.config.model, request.messages, params,
+                        endpoint=self.config.chat_url)
         if self.cache is not None:
             try:
                 hit = self.cache.get(key)
@@ -228,10 +231,8 @@ class LLMClient:
         return h
 
     def _redact(self, text: str) -> str:
-        key = self.config.api_key()
-        if key and key in text:
-            text = text.replace(key, "***")
-        return text
+        """The key, any 8+ character piece of it and its reverse, masked (`llm.redact`)."""
+        return Redactor(self.config.api_key()).redact(text)
 
     def _send(self, request: ChatRequest, params: Mapping[str, Any]
               ) -> tuple[CachedResponse, int]:
@@ -264,54 +265,91 @@ class LLMClient:
 
     def _attempt(self, body: Mapping[str, Any], query: Mapping[str, str] | None
                  ) -> CachedResponse:
-        t0 = time.perf_counter()
+        """One HTTP call under a total deadline (`timeout_s` for the whole exchange, not
+        per read: a server that drips a byte a second is cut off) and a size cap."""
+        limit = self.config.timeout_s
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["ok"] = self._attempt_inner(body, query, time.monotonic() + limit)
+            except BaseException as exc:  # handed to the caller's thread
+                box["err"] = exc
+
+        worker = threading.Thread(target=run, name="sage-llm-call", daemon=True)
         with self._slots:
             with self._lock:
                 self.stats.http_calls += 1
-            try:
-                resp = self._http.post(self.config.chat_url, json=body, headers=self._headers(),
-                                       params=query)
-            except httpx.TimeoutException:
-                raise _Retry(f"timeout: no answer within {self.config.timeout_s:g}s") from None
-            except httpx.TransportError as exc:
-                raise _Retry(f"connection error: {type(exc).__name__}: "
-                             f"{self._redact(str(exc))[:200]}") from None
+            worker.start()
+            worker.join(limit + 0.25)
+        if worker.is_alive():  # left to finish on its own; its answer is never used
+            raise _Retry(f"timeout: no complete answer within {limit:g}s")
+        if "err" in box:
+            raise box["err"]
+        got: CachedResponse = box["ok"]
+        return got
+
+    def _attempt_inner(self, body: Mapping[str, Any], query: Mapping[str, str] | None,
+                       deadline: float) -> CachedResponse:
+        t0 = time.perf_counter()
+        cap = self.config.max_response_bytes
+        limit = self.config.timeout_s
+        try:
+            with self._http.stream("POST", self.config.chat_url, json=body,
+                                   headers=self._headers(), params=query) as resp:
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in resp.iter_bytes():
+                    size += len(chunk)
+                    if size > cap:
+                        raise _Fail(f"response too large: more than {cap:,} bytes "
+                                    "(SAGE_TOD_LLM_MAX_RESPONSE_BYTES)")
+                    if time.monotonic() > deadline:
+                        raise _Retry(f"timeout: no complete answer within {limit:g}s")
+                    chunks.append(chunk)
+                raw = b"".join(chunks)
+                status = resp.status_code
+                retry_after = _retry_after(resp)
+        except httpx.TimeoutException:
+            raise _Retry(f"timeout: no answer within {limit:g}s") from None
+        except httpx.HTTPError as exc:
+            raise _Retry(f"connection error: {type(exc).__name__}: "
+                         f"{self._redact(str(exc))[:200]}") from None
         latency = (time.perf_counter() - t0) * 1000.0
-        status = resp.status_code
         if status in RETRY_STATUS:
-            raise _Retry(f"HTTP {status}: {_snippet(resp)}", _retry_after(resp))
+            raise _Retry(f"HTTP {status}: {self._redact(_snippet(raw))}", retry_after)
         if status >= 400:
             hint = ""
             if status in (401, 403):
                 hint = f" (check the key in ${self.config.api_key_env})"
-            raise _Fail(f"HTTP {status}: {_snippet(resp)}{hint}")
+            raise _Fail(f"HTTP {status}: {self._redact(_snippet(raw))}{hint}")
         try:
-            data = resp.json()
+            data = parse_json(raw)
             choices = data["choices"]
             texts = tuple(str(c["message"]["content"]) for c in choices
                           if c.get("message", {}).get("content") is not None)
         except (ValueError, KeyError, TypeError, AttributeError):
-            raise _Fail(f"malformed response: not a chat completion ({_snippet(resp)})") from None
+            raise _Fail("malformed response: not a chat completion "
+                        f"({self._redact(_snippet(raw))})") from None
         if not any(t.strip() for t in texts):
             raise _Fail("empty answer: the response has no message content")
+        # an answer that echoes the key never reaches a verdict, a trace or the cache
+        texts = tuple(self._redact(t) for t in texts)
         usage = data.get("usage") or {}
         try:
             pt, ct = int(usage["prompt_tokens"]), int(usage["completion_tokens"])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             pt, ct = -1, -1  # estimated by the caller from the text
         return CachedResponse(texts, pt, ct, round(latency, 3))
 
 
-def _snippet(resp: httpx.Response) -> str:
+def _snippet(raw: bytes) -> str:
+    text = raw[:4096].decode("utf-8", errors="replace")
     try:
-        text = resp.text
-    except Exception:
-        return "<unreadable body>"
-    try:
-        obj = json.loads(text)
+        obj = json.loads(raw) if len(raw) <= 65536 else None
         if isinstance(obj, dict) and isinstance(obj.get("error"), dict):
             text = str(obj["error"].get("message", text))
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     text = " ".join(text.split())
     return text[:200] + ("…" if len(text) > 200 else "")

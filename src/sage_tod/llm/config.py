@@ -14,6 +14,7 @@ docs/llm.md lists them.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -21,12 +22,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from sage_tod.contracts.errors import InputError
+
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
 
 
 class LLMNotConfigured(ValueError):
     """No endpoint or model was given; the message says how to configure one."""
+
+
+class LLMSettingsError(InputError, LLMNotConfigured):
+    """A setting was given but cannot be used (BACKOFF=-1, TIMEOUT=nan, a base URL without
+    a scheme): an input error (exit 2), not an absent stage (S3 re-raises it rather
+    than reporting the stage missing)."""
 
 
 HOW_TO_CONFIGURE = (
@@ -57,6 +66,7 @@ class LLMConfig:
     cache_path: str | None = None
     price_in: float | None = None
     price_out: float | None = None
+    max_response_bytes: int = 4 * 1024 * 1024
 
     @property
     def is_azure(self) -> bool:
@@ -107,7 +117,41 @@ _OPTIONS: dict[str, tuple[str, type]] = {
     "cache_path": ("SAGE_TOD_LLM_CACHE", str),
     "price_in": ("SAGE_TOD_LLM_PRICE_IN", float),
     "price_out": ("SAGE_TOD_LLM_PRICE_OUT", float),
+    "max_response_bytes": ("SAGE_TOD_LLM_MAX_RESPONSE_BYTES", int),
 }
+
+# (lowest, highest) allowed for each number; None = unbounded on that side
+_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "timeout_s": (0.001, 3600.0), "max_retries": (0, 20), "backoff_s": (0.0, 600.0),
+    "max_backoff_s": (0.0, 3600.0), "concurrency": (1, 256), "max_tokens": (1, 1_000_000),
+    "temperature": (0.0, 2.0), "price_in": (0.0, None), "price_out": (0.0, None),
+    "max_response_bytes": (1024, 1 << 30),
+}
+
+
+def _check_value(key: str, var: str, value: Any) -> None:
+    lo, hi = _RANGES.get(key, (None, None))
+    if isinstance(value, float) and not math.isfinite(value):
+        raise LLMSettingsError(var, f"llm_{key} must be a finite number, got {value!r}")
+    if isinstance(value, int | float) and ((lo is not None and value < lo)
+                                           or (hi is not None and value > hi)):
+        span = f">= {lo:g}" if hi is None else f"between {lo:g} and {hi:g}"
+        raise LLMSettingsError(var, f"llm_{key} must be {span}, got {value!r}")
+
+
+def check_base_url(url: str, var: str = "SAGE_TOD_LLM_BASE_URL") -> str:
+    """An http(s) URL with a host, or `LLMSettingsError` saying what is wrong."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise LLMSettingsError(var, f"malformed base URL {url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise LLMSettingsError(var, f"malformed base URL {url!r}: give http(s)://host[:port]"
+                                    "/path, e.g. https://api.openai.com/v1")
+    if any(c.isspace() for c in url):
+        raise LLMSettingsError(var, f"malformed base URL {url!r}: it contains spaces")
+    return url
 
 
 def default_cache_path() -> str:
@@ -135,9 +179,11 @@ def config_from_options(options: Mapping[str, Any] | None = None, *,
             continue
         try:
             vals[key] = conv(raw)
-        except (TypeError, ValueError):
-            raise LLMNotConfigured(f"llm_{key} / {var}: cannot read {raw!r} as "
-                                   f"{conv.__name__}") from None
+        except (TypeError, ValueError, OverflowError):
+            raise LLMSettingsError(var, f"llm_{key}: cannot read {raw!r} as a "
+                                        f"{'whole number' if conv is int else conv.__name__}"
+                                   ) from None
+        _check_value(key, var, vals[key])
     if not vals.get("base_url") or not vals.get("model"):
         missing = [k for k in ("base_url", "model") if not vals.get(k)]
         raise LLMNotConfigured(f"no LLM {' and '.join(missing)} configured; {HOW_TO_CONFIGURE}")
@@ -151,6 +197,7 @@ def config_from_options(options: Mapping[str, Any] | None = None, *,
     cfg = LLMConfig(**vals)
     if cfg.is_azure and not cfg.azure_api_version:
         cfg = replace(cfg, azure_api_version=DEFAULT_AZURE_API_VERSION)
-    if cfg.concurrency < 1 or cfg.max_retries < 0 or cfg.timeout_s <= 0:
-        raise LLMNotConfigured("concurrency must be >= 1, max_retries >= 0, timeout > 0")
+    check_base_url(cfg.base_url)
+    for key in _RANGES:
+        _check_value(key, _OPTIONS[key][0], getattr(cfg, key))
     return cfg

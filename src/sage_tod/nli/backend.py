@@ -82,8 +82,12 @@ def model_fingerprint(model: str) -> str:
     if not p.is_dir():
         return "hub:" + model
     h = hashlib.sha256()
+    # the ONNX graph a directory ships is what runs, so it is part of the hash; the claim
+    # design (sage_tod_claims.json) changes the claims' text, which the score cache keys
+    # on already, so editing it neither re-exports the graph nor reuses a wrong score
     names = sorted(f.name for f in p.iterdir() if f.is_file() and f.suffix in
-                   {".json", ".safetensors", ".bin", ".txt", ".model"} and f.name != "RESULT.txt")
+                   {".json", ".safetensors", ".bin", ".txt", ".model", ".onnx"}
+                   and f.name not in {"RESULT.txt", "sage_tod_claims.json"})
     for name in names:
         h.update(name.encode() + b"\0")
         with (p / name).open("rb") as fh:
@@ -277,7 +281,23 @@ class OnnxBackend(_Base):
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.log_severity_level = 3
-        self.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        try:
+            self.session = ort.InferenceSession(str(path), so,
+                                                providers=["CPUExecutionProvider"])
+        except Exception as exc:  # a corrupt or truncated graph
+            from sage_tod.nli.onnx import onnx_dir
+
+            if onnx_dir(self.model_key) not in path.parents:
+                raise BackendError(f"{path}: the ONNX graph cannot be loaded ({exc})") from None
+            # our own cached export: delete it and export again, once (self-healing)
+            path.unlink(missing_ok=True)
+            path = onnx_path_for(model, self.model_key, int8=int8)
+            try:
+                self.session = ort.InferenceSession(str(path), so,
+                                                    providers=["CPUExecutionProvider"])
+            except Exception as exc2:
+                raise BackendError(f"{path}: the ONNX graph cannot be loaded even after a "
+                                   f"fresh export ({exc2})") from None
         self._inputs = {i.name for i in self.session.get_inputs()}
         self.onnx_path = path
         self.load_seconds = time.perf_counter() - t0

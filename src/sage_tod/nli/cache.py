@@ -26,6 +26,18 @@ def default_cache_path() -> Path:
     return data_home() / "nli-scores.sqlite"
 
 
+def _valid_row(e: object, n: object, c: object) -> Probs | None:
+    """A stored row as probabilities, or None when it cannot be one (a damaged or
+    hand-edited cache): such a row is treated as a miss, recomputed and replaced."""
+    try:
+        probs = (float(e), float(n), float(c))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if not all(0.0 <= p <= 1.0 for p in probs) or abs(sum(probs) - 1.0) > 1e-3:
+        return None  # NaN fails the range test too
+    return probs
+
+
 class ScoreCache:
     """`get_many`/`put_many` over (premise, hypothesis) for one model namespace."""
 
@@ -37,6 +49,7 @@ class ScoreCache:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self.bad_rows = 0
         if self.path is not None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -49,6 +62,7 @@ class ScoreCache:
             except (OSError, sqlite3.Error) as exc:
                 log.warning("NLI score cache %s unusable (%s); caching in memory only",
                             self.path, exc)
+                self._db = None
 
     def key(self, pair: Pair) -> str:
         h = hashlib.sha256()
@@ -74,7 +88,10 @@ class ScoreCache:
                         q = ("SELECT key, ent, neu, con FROM scores WHERE key IN ("
                              + ",".join("?" * len(part)) + ")")
                         for k, e, n, c in self._db.execute(q, part):
-                            probs = (float(e), float(n), float(c))
+                            probs = _valid_row(e, n, c)
+                            if probs is None or k not in todo:
+                                self.bad_rows += 1  # recomputed and written over
+                                continue
                             self._mem[k] = probs
                             found[todo[k]] = probs
                 except sqlite3.Error as exc:

@@ -38,7 +38,6 @@ Windows (what the premise holds, oldest first, newest kept under the budget):
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.safejson import parse_json
 from sage_tod.text.booleans import is_dontcare
 
 TEMPLATES: dict[str, str] = {
@@ -131,20 +132,23 @@ def model_claims(model: str | None) -> dict[str, Any]:
     p = Path(model) / CLAIMS_FILE
     if not p.is_file():
         return {}
-    data = json.loads(p.read_text(encoding="utf-8"))
+    try:
+        data = parse_json(p.read_bytes())
+    except (OSError, ValueError) as exc:  # JSONDecodeError, UnsafeDocument, not UTF-8
+        raise InputError(p, f"cannot read the claim design: {exc}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{p}: expected a JSON object")
+        raise InputError(p, "expected a JSON object")
     out = {k: data[k] for k in CLAIM_KEYS if data.get(k) is not None}
-    if "template" in out and out["template"] not in TEMPLATES:
-        raise ValueError(f"{p}: unknown template {out['template']!r}")
-    if "window" in out and out["window"] not in WINDOWS:
-        raise ValueError(f"{p}: unknown window {out['window']!r}")
-    if "uv_margin" in out and out["uv_margin"] not in UV_MARGINS:
-        raise ValueError(f"{p}: unknown uv_margin {out['uv_margin']!r}")
-    if "pc_template" in out and out["pc_template"] not in PC_TEMPLATES:
-        raise ValueError(f"{p}: unknown pc_template {out['pc_template']!r}")
-    if "pc_window" in out and out["pc_window"] not in PC_WINDOWS:
-        raise ValueError(f"{p}: unknown pc_window {out['pc_window']!r}")
+    names = {"template": TEMPLATES, "window": WINDOWS, "uv_margin": UV_MARGINS,
+             "pc_template": PC_TEMPLATES, "pc_window": PC_WINDOWS}
+    for key, known in names.items():
+        if key in out and (not isinstance(out[key], str) or out[key] not in known):
+            raise InputError(p, f"unknown {key} {out[key]!r} (known: {', '.join(known)})",
+                             field=key)
+    if "tau" in out:
+        tau = out["tau"]
+        if isinstance(tau, bool) or not isinstance(tau, int | float) or not 0 <= tau <= 1:
+            raise InputError(p, f"tau must be a number in [0, 1], got {tau!r}", field="tau")
     return out
 
 

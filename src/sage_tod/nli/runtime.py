@@ -11,7 +11,7 @@ import os
 import threading
 from pathlib import Path
 
-from sage_tod.nli.backend import DEFAULT_BATCH, BackendError, load_backend
+from sage_tod.nli.backend import DEFAULT_BATCH, load_backend
 from sage_tod.nli.cache import ScoreCache, default_cache_path
 from sage_tod.nli.paraphrase import ParaphraseEncoder
 from sage_tod.nli.resolve import resolve_model
@@ -50,14 +50,19 @@ def get_scorer(model: str | None = None, backend: str = "auto",
     n = int(threads) if threads not in (None, "") else None
     try:
         be = load_backend(res.model, backend, threads=n)
-    except (BackendError, ImportError, OSError, RuntimeError, ValueError) as exc:
-        return None, f"NLI model {res.model} could not be loaded ({type(exc).__name__}: {exc})"
+    except Exception as exc:  # corrupt weights raise the loader's own error types
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        return None, f"NLI model {res.model} could not be loaded ({type(exc).__name__}: {first})"
     loc = cache_location(cache_path)
     key = (be.model_key, be.name, str(loc), getattr(be, "threads", 0), batch_size)
     with _LOCK:
         sc = _SCORERS.get(key)
         if sc is None:
-            cache = ScoreCache(f"{be.model_key}:{be.name}", loc)
+            # everything that determines a score besides the pair's text: the model's
+            # content hash (weights, config, tokenizer, shipped graph), the backend and
+            # its numerics, and the truncation length
+            max_len = getattr(getattr(be, "tokenizer", None), "max_length", "?")
+            cache = ScoreCache(f"{be.model_key}:{be.name}:len{max_len}", loc)
             sc = NLIScorer(be, cache, batch_size)
             _SCORERS[key] = sc
     return sc, None

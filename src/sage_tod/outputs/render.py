@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -18,32 +18,64 @@ VERDICT_STYLE = {"failure": "bold red", "acceptable": "green", "undecided": "yel
 DECISION_STYLE = {"true": "bold red", "false": "green", "abstain": "yellow"}
 
 
-def summary_table(verdicts: Sequence[Verdict], title: str = "Summary") -> Table:
+class Summary:
+    """The summary table's numbers, accumulated one verdict at a time, so a run of any
+    length is summarised without holding its verdicts (only one float per turn)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.counts: Counter[str] = Counter()
+        self.classes: Counter[str] = Counter()
+        self.stages: Counter[str] = Counter()
+        self.missing: Counter[str] = Counter()
+        self.latencies: list[float] = []
+        self.cost = 0.0
+
+    def add(self, v: Verdict) -> None:
+        self.n += 1
+        self.counts[v.verdict] += 1
+        self.classes.update(str(c) for c in v.classes)
+        self.stages.update(decided_by_counts([v]))
+        self.missing.update(v.missing)
+        self.latencies.append(v.latency_ms)
+        self.cost += v.cost_usd
+
+    def table(self, title: str = "Summary") -> Table:
+        """Verdict counts, fired classes, which stage decided the criteria, and any
+        configured stage that did not run."""
+        counts, classes, stages = self.counts, self.classes, self.stages
+        n_crit = sum(stages.values())
+        t = Table(title=title, show_header=True, header_style="bold")
+        t.add_column("what")
+        t.add_column("count", justify="right")
+        t.add_column("share", justify="right")
+        n = self.n or 1
+        for label in ("failure", "acceptable", "undecided"):
+            t.add_row(Text(label, style=VERDICT_STYLE[label]), str(counts[label]),
+                      f"{counts[label] / n:.0%}")
+        for cls in CLASSES:
+            if classes[cls]:
+                t.add_row(f"  fired {cls}", str(classes[cls]), "")
+        for stage in sorted(stages):
+            t.add_row(f"criteria decided by {stage}" if stage != "abstained"
+                      else "criteria abstained", str(stages[stage]),
+                      f"{stages[stage] / (n_crit or 1):.0%}")
+        for stage in sorted(self.missing):
+            t.add_row(Text(f"{stage} configured but not run", style="yellow"),
+                      f"{self.missing[stage]} turns", "")
+        lat = sorted(self.latencies)
+        if lat:
+            t.add_row("p50 latency per turn", f"{lat[len(lat) // 2]:.2f} ms", "")
+        t.add_row("cost", f"${self.cost:.4f}", "")
+        return t
+
+
+def summary_table(verdicts: Iterable[Verdict], title: str = "Summary") -> Table:
     """Verdict counts, fired classes and which stage decided the criteria."""
-    counts = Counter(v.verdict for v in verdicts)
-    classes = Counter(str(c) for v in verdicts for c in v.classes)
-    stages = decided_by_counts(verdicts)
-    n_crit = sum(stages.values())
-    t = Table(title=title, show_header=True, header_style="bold")
-    t.add_column("what")
-    t.add_column("count", justify="right")
-    t.add_column("share", justify="right")
-    n = len(verdicts) or 1
-    for label in ("failure", "acceptable", "undecided"):
-        t.add_row(Text(label, style=VERDICT_STYLE[label]), str(counts[label]),
-                  f"{counts[label] / n:.0%}")
-    for cls in CLASSES:
-        if classes[cls]:
-            t.add_row(f"  fired {cls}", str(classes[cls]), "")
-    for stage in sorted(stages):
-        t.add_row(f"criteria decided by {stage}" if stage != "abstained"
-                  else "criteria abstained", str(stages[stage]),
-                  f"{stages[stage] / (n_crit or 1):.0%}")
-    lat = sorted(v.latency_ms for v in verdicts)
-    if lat:
-        t.add_row("p50 latency per turn", f"{lat[len(lat) // 2]:.2f} ms", "")
-    t.add_row("cost", f"${sum(v.cost_usd for v in verdicts):.4f}", "")
-    return t
+    acc = Summary()
+    for v in verdicts:
+        acc.add(v)
+    return acc.table(title)
 
 
 def verdict_table(verdicts: Sequence[Verdict], gold: dict[str, str] | None = None) -> Table:

@@ -40,7 +40,12 @@ from sage_tod.contracts.criteria import (
     WNFArgs,
 )
 from sage_tod.contracts.turns import transcript_lines
-from sage_tod.llm.config import LLMConfig, LLMNotConfigured, config_from_options
+from sage_tod.llm.config import (
+    LLMConfig,
+    LLMNotConfigured,
+    LLMSettingsError,
+    config_from_options,
+)
 from sage_tod.llm.prompts import load_prompt
 from sage_tod.verifiers.base import Item, StageUnavailable
 
@@ -199,6 +204,12 @@ class LLMVerifier:
         self.max_tokens = max_tokens
         self._prompt = load_prompt("s3")
 
+    def fingerprint(self) -> dict[str, object]:
+        """Endpoint and model (never the key): what a resume must not mix."""
+        cfg = self.client.config
+        return {"endpoint": cfg.chat_url, "model": cfg.model, "margin": self.margin,
+                "temperature": cfg.temperature, "history_exchanges": self.history_exchanges}
+
     def accepts(self, criterion: Criterion) -> bool:
         # open-class criteria of the built-in classes: S3's prompts state those four
         return criterion.open_class and isinstance(criterion.args,
@@ -248,6 +259,8 @@ class LLMVerifier:
 def _build(options: dict[str, Any]) -> LLMVerifier:
     try:
         config: LLMConfig = config_from_options(options)
+    except LLMSettingsError:
+        raise  # a setting given but unusable is an input error, not a missing stage
     except LLMNotConfigured as exc:
         raise StageUnavailable(f"S3 needs an LLM endpoint: {exc}") from None
     margin = float(options.get("llm_margin") or DEFAULT_MARGIN)

@@ -40,6 +40,7 @@ from sage_tod.contracts.criteria import (
     SpanSource,
     UVArgs,
 )
+from sage_tod.contracts.errors import InputError
 from sage_tod.verifiers.base import Item, StageUnavailable
 
 log = logging.getLogger("sage_tod.nli")
@@ -109,6 +110,16 @@ class NLIVerifier:
         self.paraphrase = paraphrase
         self.unavailable = unavailable
         self.pc_state = pc_state
+
+    def fingerprint(self) -> dict[str, object]:
+        """What determines S2's answers besides the turns (a resume must not mix two)."""
+        be = getattr(self.scorer, "backend", None)
+        return {"model": getattr(be, "model_key", None), "backend": getattr(be, "name", None),
+                "max_length": getattr(getattr(be, "tokenizer", None), "max_length", None),
+                "tau": self.tau, "template": self.template, "window": self.window,
+                "uv_margin": self.uv_margin, "pc_template": self.pc_template,
+                "pc_window": self.pc_window, "pc_state": self.pc_state,
+                "paraphrase": self.paraphrase is not None}
 
     def warmup(self) -> None:
         """Load what loads lazily (paraphrase weights, ONNX session) before timing starts."""
@@ -361,36 +372,86 @@ def _check_packages() -> None:
         raise StageUnavailable(f"S2 needs {need}: pip install 'sage-tod[nli]'")
 
 
+def _tau_option(raw: Any, where: str) -> float | None:
+    if raw in (None, ""):
+        return None
+    try:
+        tau = float(raw)
+    except (TypeError, ValueError):
+        raise InputError(where, f"tau must be a number in [0, 1], got {raw!r}",
+                         field="tau") from None
+    if not 0.0 <= tau <= 1.0:  # NaN fails this too
+        raise InputError(where, f"tau must be a number in [0, 1], got {raw!r}", field="tau")
+    return tau
+
+
+def _choice(options: dict[str, Any], key: str, known: Any, env: str | None = None) -> Any:
+    v = _opt(options, key, env)
+    if v not in (None, "") and v not in known:
+        raise InputError("<options>", f"unknown {key} {v!r} (known: {', '.join(known)})",
+                         field=key)
+    return v or None
+
+
 def build_s2(options: dict[str, Any]) -> NLIVerifier:
     """Options: nli_model, tau, cache_path, backend, threads, template, window, uv_margin,
     pc_template, pc_window, paraphrase (bool), nli_batch_size, pc_state. Unknown keys are
-    ignored."""
+    ignored. Every option is checked before a model is loaded or exported, so a bad value
+    costs nothing; a model that was named (option or $SAGE_TOD_NLI_MODEL) but cannot be
+    found or loaded is an `InputError`, never a silent fallback to another model."""
     _check_packages()
-    from sage_tod.nli.claims import model_claims
+    from sage_tod.nli.claims import (
+        PC_TEMPLATES,
+        PC_WINDOWS,
+        TEMPLATES,
+        UV_MARGINS,
+        WINDOWS,
+        model_claims,
+    )
+    from sage_tod.nli.resolve import ENV_MODEL, resolve_model
     from sage_tod.nli.runtime import get_scorer
 
-    scorer, why = get_scorer(
-        model=_opt(options, "nli_model"), backend=_opt(options, "backend", "SAGE_TOD_NLI_BACKEND")
-        or "auto", cache_path=options.get("cache_path"), threads=_opt(options, "threads"),
-        batch_size=int(_opt(options, "nli_batch_size") or 32))
+    opt_tau = _tau_option(_opt(options, "tau", "SAGE_TOD_NLI_TAU"), "--tau / SAGE_TOD_NLI_TAU")
+    chosen = {"template": _choice(options, "template", TEMPLATES),
+              "window": _choice(options, "window", WINDOWS),
+              "uv_margin": _choice(options, "uv_margin", UV_MARGINS, "SAGE_TOD_NLI_UV_MARGIN"),
+              "pc_template": _choice(options, "pc_template", PC_TEMPLATES),
+              "pc_window": _choice(options, "pc_window", PC_WINDOWS)}
+    pc_state = options.get("pc_state", "after")
+    if pc_state not in ("after", "before"):
+        raise InputError("<options>", f"pc_state must be after or before, got {pc_state!r}",
+                         field="pc_state")
+    try:
+        batch = int(_opt(options, "nli_batch_size") or 32)
+        if batch < 1:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InputError("<options>", "nli_batch_size must be a positive whole number",
+                         field="nli_batch_size") from None
+    named = _opt(options, "nli_model")
+    res = resolve_model(named)
+    if res.model is None:
+        if named or os.environ.get(ENV_MODEL):
+            where = "--nli-model" if named else f"${ENV_MODEL}"
+            raise InputError(where, f"no NLI model at {named or os.environ.get(ENV_MODEL)!r} "
+                                    "(a Hugging Face model directory with config.json, or a "
+                                    "hub id when a hub is reachable)")
+        warn_once(res.missing_message())
+        raise StageUnavailable(res.missing_message().split(". Get one:")[0])
     # the claim design: an option, then its env variable, then what the model directory
-    # declares (an adapted model is run the way it was trained), then the defaults
-    shipped = model_claims(scorer.backend.model if scorer is not None else None)
-    raw_tau = _opt(options, "tau", "SAGE_TOD_NLI_TAU")
-    if raw_tau in (None, ""):
-        raw_tau = shipped.get("tau")
-    tau = DEFAULT_TAU if raw_tau in (None, "") else float(raw_tau)
-    common: dict[str, Any] = {
-        "tau": tau, "template": _opt(options, "template") or shipped.get("template"),
-        "window": _opt(options, "window") or shipped.get("window"),
-        "uv_margin": _opt(options, "uv_margin", "SAGE_TOD_NLI_UV_MARGIN")
-        or shipped.get("uv_margin"),
-        "pc_template": _opt(options, "pc_template") or shipped.get("pc_template"),
-        "pc_window": _opt(options, "pc_window") or shipped.get("pc_window"),
-        "pc_state": options.get("pc_state", "after")}
+    # declares (an adapted model is run the way it was trained), then the defaults;
+    # read (and checked) before the model loads, which may mean a long ONNX export
+    shipped = model_claims(res.model)
+    tau = opt_tau if opt_tau is not None else _tau_option(shipped.get("tau"), res.model)
+    scorer, why = get_scorer(
+        model=res.model, backend=_opt(options, "backend", "SAGE_TOD_NLI_BACKEND")
+        or "auto", cache_path=options.get("cache_path"), threads=_opt(options, "threads"),
+        batch_size=batch)
     if scorer is None:
-        warn_once(why or "S2 has no NLI model")
-        return NLIVerifier(None, unavailable=why, **common)
+        raise InputError(res.model, why or "the NLI model could not be loaded")
+    common: dict[str, Any] = {
+        "tau": DEFAULT_TAU if tau is None else tau,
+        **{k: v or shipped.get(k) for k, v in chosen.items()}, "pc_state": pc_state}
     para = None
     if str(options.get("paraphrase", "1")).lower() not in ("0", "false", "no", "off"):
         from sage_tod.nli.runtime import get_paraphrase
