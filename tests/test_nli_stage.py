@@ -151,15 +151,31 @@ def test_batch_and_single_calls_agree(scorer: Any, make_turn: Callable[..., Turn
                                                             for d in alone]
 
 
-def test_missing_model_abstains_with_one_message(make_turn: Callable[..., Turn],
-                                                 ctx_of: Callable[[Turn], TurnContext],
-                                                 tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
-    """An install without any model (no packaged one, no hub) abstains and says where it
-    looked; a model the user names that is not there is an error instead."""
+def test_named_missing_model_is_an_input_error(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """An explicit --nli-model or $SAGE_TOD_NLI_MODEL that is not there is an error, never a
+    silent fallback to another model (issue 14)."""
+    from sage_tod.contracts.errors import InputError
+
+    missing = tmp_path / "no-such-model"
+    with pytest.raises(InputError, match="not a model directory"):
+        build_stage("S2", {"nli_model": str(missing)})
+    monkeypatch.setenv("SAGE_TOD_NLI_MODEL", str(missing))
+    with pytest.raises(InputError, match="SAGE_TOD_NLI_MODEL"):
+        build_stage("S2", {})
+
+
+def test_no_model_anywhere_is_a_missing_stage_said_once(
+        make_turn: Callable[..., Turn], ctx_of: Callable[[Turn], TurnContext],
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An install without any model (no packaged one, no hub): S2 is reported missing (not
+    run, not in `stages`), where it looked is logged once, and its criteria abstain saying
+    S2 could not run."""
+    from sage_tod.evaluation.cascade import Cascade
     from sage_tod.nli import resolve
     from sage_tod.verifiers import nli as s2
+    from sage_tod.verifiers.base import StageUnavailable
 
     s2._WARNED.clear()
     missing = tmp_path / "no-packaged-model"
@@ -168,18 +184,18 @@ def test_missing_model_abstains_with_one_message(make_turn: Callable[..., Turn],
     monkeypatch.setattr(resolve, "packaged_model_dir", lambda: missing)
     monkeypatch.setattr(resolve, "hub_reachable", lambda *a, **k: False)
     with caplog.at_level(logging.WARNING, logger="sage_tod.nli"):
-        a = build_stage("S2", {})
-        b = build_stage("S2", {})
+        for _ in range(2):
+            with pytest.raises(StageUnavailable):
+                build_stage("S2", {})
+        cas = Cascade.from_config("core")
     msgs = [r.getMessage() for r in caplog.records if r.name == "sage_tod.nli"]
     assert len(msgs) == 1
     assert str(missing) in msgs[0] and "train-nli" in msgs[0]
-    with pytest.raises(resolve.ModelNotFound):
-        build_stage("S2", {"nli_model": str(tmp_path / "no-such-model")})
+    assert cas.stage_names == ["S1"] and list(cas.missing) == ["S2"]
     ctx = ctx_of(make_turn("Italian, please.", "Ok.", after={"food": "chinese"}))
-    for stage in (a, b):
-        ds = stage.decide(_uv_items(ctx))
-        assert [d.outcome for d in ds] == [Outcome.ABSTAIN]
-        assert "S2 unavailable" in ds[0].rationale
+    (item,) = _uv_items(ctx)
+    (res,) = Cascade([], cas.missing).run([item])
+    assert res.decided_by is None and "S2" in res.decision.rationale
 
 
 def test_model_errors_abstain_with_reason(make_turn: Callable[..., Turn],

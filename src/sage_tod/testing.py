@@ -3,6 +3,11 @@
 The code lives in `sage_tod.outputs.testing`; this name is kept because users import it.
 """
 
-from sage_tod.outputs.testing import TurnsFailedError, assert_turns_pass, format_failures
+from sage_tod.outputs.testing import (
+    StageMissingError,
+    TurnsFailedError,
+    assert_turns_pass,
+    format_failures,
+)
 
-__all__ = ["TurnsFailedError", "assert_turns_pass", "format_failures"]
+__all__ = ["StageMissingError", "TurnsFailedError", "assert_turns_pass", "format_failures"]

@@ -24,6 +24,7 @@ from sage_tod.lab.datasets.common import SpecDoc
 from sage_tod.lab.datasets.paths import ENV_VAR, data_root
 from sage_tod.lab.slices import DEFAULT_SLICES, SLICE_NAMES, BuildConfig, build, dump_spec
 from sage_tod.outputs.console import err, out
+from sage_tod.outputs.files import write_atomic
 
 slices_app = typer.Typer(no_args_is_help=True, add_completion=False,
                          help="Benchmark slices (MW-mixed, UV-rich, SGD, SGD-X, dev, ABCD-UV).")
@@ -61,6 +62,7 @@ def specs_export(
                    ] = None,
     variant: Annotated[str | None, typer.Option(help="SGD-X variant v1..v5 (sgd only)")
                        ] = None,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing --out file")] = False,
 ) -> None:
     """Compile a dataset's schema into a workflow spec (YAML) in the public spec format."""
     try:
@@ -72,8 +74,7 @@ def specs_export(
     if out is None:
         sys.stdout.write(text)
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8", newline="\n")
+    write_atomic(out, text, overwrite=overwrite)
     err.print(f"wrote {out}", highlight=False)
 
 

@@ -6,6 +6,7 @@ API key: `ping` shows the variable's name and whether it is set.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -18,6 +19,7 @@ import typer
 from sage_tod.contracts.verdicts import write_verdict
 from sage_tod.llm.config import LLMNotConfigured, config_from_options
 from sage_tod.outputs.console import err, out
+from sage_tod.outputs.files import open_lines
 
 llm_app = typer.Typer(no_args_is_help=True, add_completion=False,
                       help="LLM endpoints (S3, LLM-judge baselines, router); docs/llm.md.")
@@ -107,6 +109,8 @@ def baseline(
     trace: Annotated[Path | None, typer.Option(help="also write per-turn scores/reasons")]
     = None,
     options: OptionsArg = None,
+    overwrite: Annotated[bool, typer.Option(help="replace existing --out/--trace files")
+                         ] = False,
 ) -> None:
     """Run an LLM-judge baseline; one verdict per turn, like `sage-tod evaluate`."""
     from sage_tod.contracts.errors import InputError
@@ -125,19 +129,17 @@ def baseline(
         raise _fail(str(exc)) from None
     counts: dict[str, int] = {}
     cost = 0.0
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tfh = trace.open("w", encoding="utf-8") if trace is not None else None
-    try:
-        with output.open("w", encoding="utf-8") as fh:
-            for j in iter_judgements(name, bundle, recs, opts):
-                write_verdict(j.verdict, fh)
-                if tfh is not None:
-                    tfh.write(json.dumps(j.to_dict(), ensure_ascii=False) + "\n")
-                counts[j.verdict.verdict] = counts.get(j.verdict.verdict, 0) + 1
-                cost += j.verdict.cost_usd
-    finally:
-        if tfh is not None:
-            tfh.close()
+    # both outputs are checked (and locked) before the first paid call
+    with contextlib.ExitStack() as stack:
+        fh = stack.enter_context(open_lines(output, overwrite=overwrite))
+        tfh = (stack.enter_context(open_lines(trace, overwrite=overwrite))
+               if trace is not None else None)
+        for j in iter_judgements(name, bundle, recs, opts):
+            fh.write(write_verdict, j.verdict)
+            if tfh is not None:
+                tfh.write_line(json.dumps(j.to_dict(), ensure_ascii=False))
+            counts[j.verdict.verdict] = counts.get(j.verdict.verdict, 0) + 1
+            cost += j.verdict.cost_usd
     out.print(f"{name}: {sum(counts.values())} turns {counts}; cost ${cost:.4f} -> {output}",
               highlight=False)
 

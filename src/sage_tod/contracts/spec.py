@@ -268,9 +268,9 @@ def _read_document(path: Path) -> Any:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
+        yline = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(path, f"malformed YAML: {problem}", line=line) from None
+        raise InputError(path, f"malformed YAML: {problem}", line=yline) from None
     except RecursionError:
         raise InputError(path, "malformed YAML: nesting is too deep") from None
     except (ValueError, OverflowError) as exc:  # e.g. a 5,000-digit number
@@ -439,7 +439,7 @@ def _from_buckets(order: list[list[str] | _AnyBucket], slots: Mapping[str, SlotS
 
 def _from_pairs(pairs: list[tuple[str, str]], slots: Mapping[str, SlotSpec],
                 req: tuple[str, ...], path: str | Path, where: str
-                ) -> tuple[tuple[tuple[str, ...], ...], dict[str, Groups]]:
+                ) -> tuple[tuple[tuple[str, ...], ...], Mapping[str, Groups]]:
     direct: dict[str, set[str]] = {f: set() for f in req}
     for j, (a, b) in enumerate(pairs):
         for name in (a, b):

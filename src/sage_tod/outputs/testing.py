@@ -52,21 +52,41 @@ def format_failures(bad: list[Verdict], total: int, config: str) -> str:
     return "\n".join(lines)
 
 
+class StageMissingError(AssertionError):
+    """A configured stage could not run, so "undecided passes" would pass unchecked turns."""
+
+
 def assert_turns_pass(spec: SpecBundle | str | Path, turns: TurnsInput, *,
                       allow_undecided: bool = True, config: str = "core",
-                      evaluator: Evaluator | None = None) -> list[Verdict]:
+                      evaluator: Evaluator | None = None,
+                      allow_missing_stages: bool = False) -> list[Verdict]:
     """Evaluate `turns` and fail with the evidence if any turn is a failure.
 
     `turns` is a JSONL path or turn objects/dicts (dicts need `history` when
     they are not first turns). Undecided turns pass unless `allow_undecided`
     is False. Returns the verdicts so a test can assert more.
+
+    It fails loudly, rather than passing quietly, when there is nothing to
+    check (no turns) and when a configured stage could not run (no S2 model,
+    no S3 endpoint) while undecided turns are allowed: the turns that stage
+    would have failed would otherwise pass. `allow_missing_stages=True`
+    accepts that knowingly.
     """
     __tracebackhide__ = True  # pytest shows the message, not this function's source
     bundle = spec if isinstance(spec, SpecBundle) else load_spec(spec)
     ev = evaluator or Evaluator(bundle, config)
+    if ev.missing_stages and allow_undecided and not allow_missing_stages:
+        why = "; ".join(f"{k}: {v}" for k, v in sorted(ev.missing_stages.items()))
+        raise StageMissingError(
+            f"config {ev.config} includes {', '.join(sorted(ev.missing_stages))}, which "
+            f"cannot run here ({why}); with allow_undecided=True the turns it would fail "
+            "would pass unchecked. Make the stage available, choose a config without it, or "
+            "pass allow_missing_stages=True.")
     items: Iterable[Turn | TurnRecord | Mapping[str, Any]]
     items = load_turns(turns, bundle).records if isinstance(turns, str | Path) else turns
     verdicts = list(ev.evaluate(items))
+    if not verdicts:
+        raise AssertionError("no turns to check: assert_turns_pass was given an empty list")
     bad = [v for v in verdicts
            if v.verdict == "failure" or (v.verdict == "undecided" and not allow_undecided)]
     if bad:
