@@ -129,7 +129,8 @@ class LineFile:
         self._fd: int | None = None
 
     def __enter__(self) -> LineFile:
-        self.open()
+        if self._fd is None:
+            self.open()
         return self
 
     def __exit__(self, *exc: object) -> None:
