@@ -4,7 +4,10 @@ A real HTTP server (http.server in a thread, port 0), so the client's whole
 path - connection, headers, status codes, timeouts, JSON - is exercised. A
 `script` maps each request to a `Reply`: a good answer, garbage, an HTTP
 status (429/500/...), a hang longer than the client's timeout, or a body that
-is not JSON. Every request is recorded (path, headers, body) and the number
+is not JSON; and the hostile ones (issue 14): a body dripped a byte at a time
+(`drip`), a huge body (`huge`), an answer that echoes the caller's API key
+back (`echo_key`, whole, in pieces or reversed) and truncated JSON
+(`garbage_json`). Every request is recorded (path, headers, body) and the number
 of requests in flight is tracked, so tests can count calls and check limits.
 """
 
@@ -29,6 +32,9 @@ class Reply:
     raw: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     usage: bool = True
+    drip_s: float = 0.0  # seconds between single bytes of the body (a slow-loris server)
+    huge_bytes: int = 0  # stream this many bytes of a never-ending JSON string instead
+    echo_key: str | None = None  # "whole" | "fragment" | "reversed": put the key in the text
 
 
 @dataclass
@@ -71,6 +77,26 @@ def not_json() -> Reply:
     return Reply(raw=b"<html>gateway says hi</html>")
 
 
+def drip(seconds_per_byte: float = 0.5) -> Reply:
+    return Reply(text="true\nfine", drip_s=seconds_per_byte)
+
+
+def huge(n_bytes: int = 64 * 1024 * 1024) -> Reply:
+    return Reply(huge_bytes=n_bytes)
+
+
+def echo_key(how: str = "whole") -> Reply:
+    return Reply(text="true\nthe key is {key}", echo_key=how)
+
+
+def garbage_json() -> Reply:
+    return Reply(raw=b'{"choices": [{"message": {"content": "tru')
+
+
+def error_with_key(code: int = 401, how: str = "fragment") -> Reply:
+    return Reply(text=None, status=code, echo_key=how, raw=b"")
+
+
 class FakeOpenAI:
     """`with FakeOpenAI(script) as fake:` then point a client at `fake.base_url`."""
 
@@ -111,10 +137,42 @@ class FakeOpenAI:
                     # before answering: once the client has the answer it may send the next
                     with fake._lock:
                         fake.in_flight -= 1
+                if reply.echo_key is not None:
+                    reply = fake._with_key(rec, reply)
                 data = reply.raw if reply.raw is not None else fake._completion(rec, reply)
                 # the client may have given up (timeout): expected for hangs
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self._send(reply.status, data, reply.headers)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+                    if reply.huge_bytes:
+                        self._send_huge(reply.huge_bytes)
+                    elif reply.drip_s:
+                        self._send_drip(reply.status, data, reply.drip_s)
+                    else:
+                        self._send(reply.status, data, reply.headers)
+
+            def _send_huge(self, n: int) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(n))
+                self.end_headers()
+                head = b'{"choices": [{"message": {"content": "'
+                self.wfile.write(head)
+                block = b"x" * 65536
+                left = n - len(head)
+                while left > 0 and not fake._stop.is_set():
+                    self.wfile.write(block[:left])
+                    left -= len(block)
+
+            def _send_drip(self, code: int, data: bytes, every_s: float) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.flush()
+                for i in range(len(data)):
+                    if fake._stop.wait(every_s):
+                        return
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
 
             def _send(self, code: int, data: bytes, headers: dict[str, str]) -> None:
                 self.send_response(code)
@@ -140,6 +198,17 @@ class FakeOpenAI:
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + 1
             return self._counts[key]
+
+    @staticmethod
+    def _with_key(rec: Recorded, reply: Reply) -> Reply:
+        """The caller's key (from its Authorization header) put into the answer or body."""
+        key = rec.headers.get("authorization", "").removeprefix("Bearer ")
+        shown = {"whole": key, "fragment": f"...{key[3:15]}...",
+                 "reversed": key[::-1]}[reply.echo_key or "whole"]
+        if reply.status >= 400:
+            msg = {"error": {"message": f"Incorrect API key provided: {shown}"}}
+            return Reply(text=None, status=reply.status, raw=json.dumps(msg).encode())
+        return Reply(text=(reply.text or "").format(key=shown), usage=reply.usage)
 
     @staticmethod
     def _completion(rec: Recorded, reply: Reply) -> bytes:
