@@ -163,7 +163,8 @@ def _is_verdict_line(raw: bytes) -> str | None:
         return None
     did, tid = obj.get("dialogue_id"), obj.get("turn_id")
     if (not isinstance(did, str) or isinstance(tid, bool) or not isinstance(tid, int | str)
-            or obj.get("verdict") not in _LABELS or not isinstance(obj.get("criteria"), list)
+            or not isinstance(obj.get("verdict"), str) or obj["verdict"] not in _LABELS
+            or not isinstance(obj.get("criteria"), list)
             or not isinstance(obj.get("format_version"), int)):
         return None
     return f"{did}:{tid}"
