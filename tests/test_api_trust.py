@@ -151,7 +151,7 @@ def test_precedes_cycle_is_named() -> None:
     doc = {"workflows": [{"id": "w", "slots": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
                           "required": ["a", "b", "c"],
                           "precedes": [["a", "b"], ["b", "c"], ["c", "b"]]}]}
-    with pytest.raises(InputError, match="ordering cycle: .*b.*c"):
+    with pytest.raises(InputError, match=r"ordering cycle: .*b.*c"):
         parse_spec(doc)
 
 
