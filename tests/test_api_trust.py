@@ -119,6 +119,15 @@ def test_a_stage_that_cannot_run_is_reported_everywhere(monkeypatch: pytest.Monk
     v = ev.evaluate_turn(TURN)
     assert v.stages == ["S1"] and v.missing == ["S2"]
     assert v.to_dict()["missing"] == ["S2"]
+    from sage_tod.outputs.render import Summary
+    from sage_tod.outputs.report_html import render_report
+    from sage_tod.outputs.scoring import score
+
+    assert score([(v.key, None)], [v]).stages_missing == {"S2": 1}
+    assert "S2 configured, not run" in render_report([v])
+    acc = Summary()
+    acc.add(v)
+    assert acc.missing == {"S2": 1}
     with pytest.raises(StageMissingError, match="S2"):
         assert_turns_pass(demo.spec_path(), [TURN], config="core")
     assert_turns_pass(demo.spec_path(), [TURN], config="core", allow_missing_stages=True)

@@ -235,6 +235,9 @@ def score(
                   "no verdict: " + ", ".join(report.missing_verdicts[:10]))
     if report.unlabelled:
         err.print(f"note: {report.unlabelled} turn(s) without gold were not scored")
+    for stage, n in report.stages_missing.items():
+        err.print(f"[yellow]warning:[/] {n} verdict(s) were made without {stage}, which was "
+                  "configured but could not run; their criteria abstained", highlight=False)
 
 
 @app.command()

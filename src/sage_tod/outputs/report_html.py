@@ -194,6 +194,10 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
                          f"{rep.full.f1:.2f}</b></div>")
     cost = sum(v.cost_usd for v in verdicts)
     cards.append(f'<div class="card"><span class="muted">cost</span><b>${cost:.4f}</b></div>')
+    missing = Counter(m for v in verdicts for m in v.missing)
+    for stage, n in sorted(missing.items()):  # a stage that did not run is said, not hidden
+        cards.append(f'<div class="card"><span class="muted">{_e(stage)} configured, not run'
+                     f'</span><b class="undecided">{n} turns</b></div>')
     class_rows = "".join(f"<tr><td>{c}</td><td>{fired[c]}</td></tr>" for c in CLASSES)
     stage_rows = "".join(f"<tr><td>{_e(s)}</td><td>{n}</td><td>{n / n_crit:.0%}</td></tr>"
                          for s, n in sorted(stages.items()))

@@ -6,6 +6,7 @@ decided-only numbers show what the evaluator gets right when it commits.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -64,6 +65,8 @@ class ScoreReport:
     errors: list[tuple[str, str, str]] = field(default_factory=list)  # key, gold, verdict
     unlabelled: int = 0
     missing_verdicts: list[str] = field(default_factory=list)
+    # configured stages that did not run -> verdicts made without them (issue 14)
+    stages_missing: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -77,6 +80,7 @@ class ScoreReport:
                              for k, (c, t) in self.class_recall.items()},
             "undecided": self.undecided, "errors": [list(e) for e in self.errors],
             "unlabelled": self.unlabelled, "missing_verdicts": self.missing_verdicts,
+            **({"stages_missing": self.stages_missing} if self.stages_missing else {}),
         }
 
 
@@ -126,4 +130,6 @@ def score(labels: Sequence[tuple[str, Gold | None]], verdicts: Sequence[Verdict]
         clean_fp_rate=clean_fp / clean if clean else 0.0,
         class_recall={k: (c, t) for k, (c, t) in class_recall.items()},
         undecided=undecided, errors=errors, unlabelled=unlabelled, missing_verdicts=missing,
+        stages_missing=dict(sorted(Counter(m for v in by_key.values() for m in v.missing
+                                           ).items())),
     )
