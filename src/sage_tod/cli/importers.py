@@ -19,6 +19,7 @@ from sage_tod.contracts.spec import SpecBundle, load_spec
 from sage_tod.contracts.turns import TurnFile
 from sage_tod.importers.base import ImportResult, UnknownFormat, available_formats, import_file
 from sage_tod.outputs.console import err, out
+from sage_tod.outputs.files import check_target, write_atomic
 
 _MAX_LISTED = 10
 
@@ -92,17 +93,15 @@ def import_cmd(
     """Convert an agent's log into turns JSONL; prints what was read, skipped and ignored."""
     try:
         bundle = load_spec(spec)
-        if out_path.exists() and not overwrite:
-            raise InputError(out_path, "exists; pass --overwrite to replace it")
+        check_target(out_path, overwrite=overwrite)  # before reading a large log
         res = read_log(fmt, log, bundle, **_opts(workflow, corpus, tool_results))
         res.records(bundle)  # the output must be a valid turns file for this spec
+        # one atomic write: an interrupted import never leaves half a turns file
+        write_atomic(out_path, "".join(json.dumps(t, sort_keys=True, ensure_ascii=False)
+                                       + "\n" for t in res.turns), overwrite=overwrite)
     except InputError as exc:
         err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
         raise typer.Exit(2) from None
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    with out_path.open("w", encoding="utf-8", newline="\n") as fh:
-        for t in res.turns:
-            fh.write(json.dumps(t, sort_keys=True, ensure_ascii=False) + "\n")
     report(res)
     out.print(f"wrote {res.n_turns} turn(s) of {res.conversations} conversation(s) to "
               f"{out_path} ({len(res.skipped)} skipped item(s))", highlight=False)
