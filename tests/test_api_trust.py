@@ -30,7 +30,7 @@ def ev() -> Evaluator:
 
 @pytest.mark.parametrize("bad", [None, 42, "a turn", ["list"]])
 def test_evaluate_turn_of_a_non_turn(ev: Evaluator, bad: Any) -> None:
-    with pytest.raises(InputError, match="expected a Turn"):
+    with pytest.raises(InputError, match="a turn must be a Turn"):
         ev.evaluate_turn(bad)
 
 
