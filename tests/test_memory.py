@@ -16,13 +16,23 @@ from pathlib import Path
 from sage_tod import demo
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
+# VmHWM (this program's own peak), not ru_maxrss: on Linux ru_maxrss survives exec, so a
+# child forked from a pytest that loaded torch would report pytest's peak
 CHILD = """
 import resource, sys
 from sage_tod.cli import main
+def peak_kb():
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
     main()
 finally:
-    print("MAXRSS_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+    print("MAXRSS_KB", peak_kb(), file=sys.stderr)
 """
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from sage_tod.contracts.errors import InputError
 from sage_tod.lab.nli import adapt
 from sage_tod.nli.claims import CLAIMS_FILE, model_claims, render_value, uv_margin
 from sage_tod.nli.resolve import packaged_model_dir
@@ -116,7 +117,7 @@ def test_claim_file_and_margins(tmp_path: Path) -> None:
                                                     "window": "u_t", "uv_margin": "rest"}))
     assert model_claims(str(tmp_path))["uv_margin"] == "rest"
     (tmp_path / CLAIMS_FILE).write_text(json.dumps({"uv_margin": "sideways"}))
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="uv_margin"):  # one line, exit 2 (issue 14)
         model_claims(str(tmp_path))
     p = (0.2, 0.7, 0.1)  # a value nobody mentioned: neutral
     assert uv_margin(p, "contra") == pytest.approx(0.1)

@@ -31,8 +31,11 @@ def test_passing_and_failing_suites(pytester: pytest.Pytester) -> None:
             assert_turns_pass(SPEC, "bad.jsonl", config="s1")
 
         def test_import_form():
+            import pytest
             from sage_tod.testing import assert_turns_pass
-            assert_turns_pass(SPEC, [], config="s1")
+            assert_turns_pass(SPEC, "good.jsonl", config="s1")
+            with pytest.raises(AssertionError, match="no turns"):  # nothing checked: loud
+                assert_turns_pass(SPEC, [], config="s1")
     """)
     result = pytester.runpytest()  # the plugin loads through its pytest11 entry point
     result.assert_outcomes(passed=2, failed=1)
