@@ -153,3 +153,11 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path,
         write_atomic(target, "new", overwrite=True)
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temp file left
+
+
+def test_a_stream_output_gets_no_sidecar() -> None:
+    """`--out /dev/stdout` streams the verdicts; nothing is written into /dev."""
+    r = runner.invoke(app, ["evaluate", *ARGS, "--out", "/dev/stdout"])
+    assert r.exit_code == 0, r.output
+    assert not Path("/dev/stdout.meta.json").exists()
+    assert not Path("/proc/self/fd/1.meta.json").exists()

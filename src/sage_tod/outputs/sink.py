@@ -39,6 +39,13 @@ def sidecar_path(path: str | Path) -> Path:
     return p.with_name(p.name + SIDECAR_SUFFIX)
 
 
+def _wants_sidecar(path: Path) -> bool:
+    """Only a regular file the user named outside /dev and /proc gets a sidecar."""
+    if str(path.absolute()).startswith(("/dev/", "/proc/")):
+        return False
+    return path.is_file() and not path.is_symlink()
+
+
 def file_sha256(path: str | Path) -> str:
     """Content hash of an input file (streamed: a 100k-turn file is not held in memory)."""
     h = hashlib.sha256()
@@ -132,10 +139,10 @@ class VerdictSink:
     def _write_sidecar(self) -> None:
         meta = {"format": SIDECAR_FORMAT, "sidecar_version": 1, "verdicts": self.path.name,
                 "identity": self.identity}
-        side = sidecar_path(self.path)
-        if side.is_file() or not self.path.exists() or self.path.is_file():
-            write_atomic(side, json.dumps(meta, indent=2, sort_keys=True) + "\n",
-                         overwrite=True)
+        if not _wants_sidecar(self.path):
+            return  # a device or stream (/dev/stdout): nothing to resume, nowhere to write
+        write_atomic(sidecar_path(self.path), json.dumps(meta, indent=2, sort_keys=True)
+                     + "\n", overwrite=True)
 
     def write(self, verdict: Verdict) -> None:
         assert self._lines is not None
