@@ -56,6 +56,9 @@ def check_target(path: str | Path, *, overwrite: bool, flag: str = "--overwrite"
         raise InputError(p, "is a directory; give a file name to write")
     if p.is_file() and p.stat().st_size > 0 and not overwrite:
         raise InputError(p, f"exists; pass {flag} to replace it")
+    existing = next((a for a in p.parents if a.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise InputError(existing, "is not a directory, so nothing can be written under it")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
