@@ -16,7 +16,9 @@ claimed at all: a clean turn wrongly flagged costs more than a missed failure.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 from typing import Protocol
 
@@ -26,10 +28,11 @@ from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import normalize_boolean
 from sage_tod.text.dates import date_key, find_dates, same_day
 from sage_tod.text.match import Found, find_value, is_negated
-from sage_tod.text.normalize import basic, tokens_with_spans
+from sage_tod.text.normalize import basic, tokens_before, tokens_with_spans
 from sage_tod.text.numbers import number_token
 from sage_tod.text.places import find_places, is_place_slot, name_spans, same_place
 from sage_tod.text.sentences import sentences
+from sage_tod.text.spans import Taken
 from sage_tod.text.times import find_times, normalize_time
 
 EXTRACTION_FLOOR = 0.5
@@ -132,8 +135,14 @@ def _search_question_spans(text: str) -> list[tuple[int, int]]:
 
 def _negated(text: str, start: int) -> bool:
     """A negation among the three words before `start`, within the same clause."""
-    clause_start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, start)), default=0)
-    return is_negated(text[clause_start:], start - clause_start)
+    ends = _clause_ends(text)
+    k = bisect_right(ends, start)  # clause marks that end at or before `start`
+    return is_negated(text, start, since=ends[k - 1] if k else 0)
+
+
+@lru_cache(maxsize=64)
+def _clause_ends(text: str) -> tuple[int, ...]:
+    return tuple(m.end() for m in _CLAUSE_END.finditer(text))
 
 
 def _inside(spans: list[tuple[int, int]], start: int) -> bool:
@@ -146,7 +155,7 @@ def _disambiguate(text: str, start: int, candidates: list[str], wf: Workflow,
     preposition it depends on, when that is not the word just before: "out of")."""
     if len(candidates) < 2:
         return candidates
-    before = [t for t, _, e in tokens_with_spans(text) if e <= start][-4:]
+    before = tokens_before(text, start, 4)
     cues = slot_cues(wf)
     hits = cues.slots_for(before)
     last = prep_word or (before[-1] if before else "")
@@ -209,12 +218,12 @@ def _extract_from_text(turn: Turn, wf: Workflow) -> list[Extraction]:
     text = turn.user
     skip = _entity_question_spans(text)
     what = _search_question_spans(text)
-    taken: list[tuple[int, int]] = []
+    taken = Taken()  # claimed spans, searched in O(log n)
     out: list[Extraction] = []
     after = turn.after()
 
     def free(s: int, e: int, source: str = "") -> bool:
-        if any(s < te and ts < e for ts, te in taken):
+        if taken.overlaps(s, e):
             return False
         return not _inside(skip, s) or (source in _SHAPE_SOURCES and _inside(what, s))
 
@@ -233,7 +242,7 @@ def _extract_from_text(turn: Turn, wf: Workflow) -> list[Extraction]:
             conf = max(conf, floor)
         if confidence is not None:
             conf = min(conf, confidence)
-        taken.append((s, e))
+        taken.add(s, e)
         out.append(Extraction(value, tuple(narrowed), s, e, conf, source, alternatives))
 
     # 1. free values the state records (names, places): longest first
@@ -459,13 +468,16 @@ def _dates(turn: Turn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
     after = turn.after()
     held = {slot: date_key(after[slot]) for slot in date_slots if slot in after}
     text = turn.user
+    closing: bool | None = None  # computed once: it reads the whole utterance
     for m in find_dates(text):
-        if m.kind == "rel" and (re.match(r"\s*(?:is|was|'s|will be)\b", text[m.end:])
-                                or _CLOSING.search(re.sub(r"\s+'", "'", text))):
+        if m.kind == "rel" and closing is None:
+            closing = _CLOSING.search(re.sub(r"\s+'", "'", text)) is not None
+        if m.kind == "rel" and (re.match(r"\s*(?:is|was|'s|will be)\b", text[m.end:m.end + 16])
+                                or closing):
             # "Today is my anniversary", "That's all I need today, thanks": the day
             # talked about, not a date asked for
             continue
-        before = [t for t, _, e in tokens_with_spans(text) if e <= m.start][-1:]
+        before = tokens_before(text, m.start, 1)
         if before and before[0] in _RANGE_END and not _has_range_slot(wf, date_slots):
             continue  # "Saturday through Monday": the end of a stay the schema counts
         # s_t already has this day in some date slot ("12th of march" for "March 12th")

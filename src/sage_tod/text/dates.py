@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from sage_tod.text.normalize import fold
+from sage_tod.text.spans import Taken
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
@@ -153,23 +154,24 @@ def find_dates(text: str) -> list[DateMention]:
     if len(folded) != len(text):
         folded = text.lower()
     found: list[DateMention] = []
+    taken = Taken()  # the spans of `found`
     for kind, pat in _PATTERNS:
         for m in pat.finditer(folded):
             s, e = m.start(), m.end()
-            if any(f.start < e and s < f.end for f in found):
+            if taken.overlaps(s, e):  # O(log n), not a scan (long texts)
                 continue
             if kind == "the":
-                nxt = re.match(r"\s*([a-z]+)", folded[e:])
+                nxt = re.match(r"\s*([a-z]+)", folded[e:e + 64])
                 if nxt and nxt.group(1) not in _ALLOWED_AFTER_BARE_ORDINAL:
                     continue
             if kind == "md" and m.group("mon") == "may" and not (m.group("ds") or m.group("dw")):
                 # "may 2 people come": the modal verb, not the month
-                nxt = re.match(r"\s*([a-z]+)", folded[e:])
+                nxt = re.match(r"\s*([a-z]+)", folded[e:e + 64])
                 if nxt and nxt.group(1) not in _ALLOWED_AFTER_BARE_ORDINAL:
                     continue
             if kind == "md" and not (m.group("ds") or m.group("dw")):
                 # "march 12 people": a count after a month name is not a day
-                nxt = re.match(r"\s*([a-z]+)", folded[e:])
+                nxt = re.match(r"\s*([a-z]+)", folded[e:e + 64])
                 if nxt and nxt.group(1) in {"people", "persons", "tickets", "seats", "guests",
                                             "nights", "days", "rooms", "pm", "am"}:
                     continue
@@ -180,6 +182,7 @@ def find_dates(text: str) -> list[DateMention]:
             if raw.lower().startswith("the "):
                 raw = raw[4:]
             found.append(DateMention(e - len(raw), e, raw, key, kind))
+            taken.add(e - len(raw), e)
     return sorted(found, key=lambda f: f.start)
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from sage_tod.text.booleans import dontcare_span, is_dontcare
 from sage_tod.text.dates import date_key, find_dates
-from sage_tod.text.normalize import basic_tokens, fold, tokens_with_spans
+from sage_tod.text.normalize import basic_tokens, fold, tokens_before, tokens_with_spans
 from sage_tod.text.numbers import number_token, read_number
 from sage_tod.text.slot import SlotLike
 from sage_tod.text.times import find_times, normalize_time
@@ -45,11 +46,25 @@ _PARTY_SIZES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
-def _content_tokens(text: str) -> list[tuple[str, int, int]]:
-    """Tokens without the possessive "s" ("christ 's college" reads as "christ college")."""
-    return [(t, a, b) for t, a, b in tokens_with_spans(text)
-            if not (t == "s" and a > 0 and text[a - 1] in "'\u2019 "
-                    and "'" in fold(text[max(0, a - 2):a]))]
+@lru_cache(maxsize=256)
+def _content_tokens(text: str) -> tuple[tuple[str, int, int], ...]:
+    """Tokens without the possessive "s" ("christ 's college" reads as "christ college");
+    memoised per text like `tokens_with_spans`."""
+    return tuple((t, a, b) for t, a, b in tokens_with_spans(text)
+                 if not (t == "s" and a > 0 and text[a - 1] in "'\u2019 "
+                         and "'" in fold(text[max(0, a - 2):a])))
+
+
+@lru_cache(maxsize=256)
+def _token_index(text: str) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """Positions of each content token and of each first letter: a needle is looked up
+    where its first token can start instead of at every position of a long text."""
+    by_token: dict[str, list[int]] = {}
+    by_initial: dict[str, list[int]] = {}
+    for i, (t, _, _) in enumerate(_content_tokens(text)):
+        by_token.setdefault(t, []).append(i)
+        by_initial.setdefault(t[:1], []).append(i)
+    return by_token, by_initial
 
 
 def _one_edit(a: str, b: str) -> bool:
@@ -80,7 +95,13 @@ def _find_tokens(text: str, needle: list[str], fuzzy: bool = False) -> tuple[int
         return None
     toks = _content_tokens(text)
     n = len(needle)
-    for i in range(len(toks) - n + 1):
+    by_token, by_initial = _token_index(text)
+    # a fuzzy match may differ in its first token too, but only by a typo, which keeps
+    # the first letter (`_same_or_typo`)
+    starts = by_initial.get(needle[0][:1], []) if fuzzy else by_token.get(needle[0], [])
+    for i in starts:
+        if i > len(toks) - n:
+            break
         window = [toks[i + k][0] for k in range(n)]
         if all(window[k] == needle[k] for k in range(n)):
             return toks[i][1], toks[i + n - 1][2]
@@ -90,10 +111,12 @@ def _find_tokens(text: str, needle: list[str], fuzzy: bool = False) -> tuple[int
     return None
 
 
-def is_negated(text: str, start: int) -> bool:
+def is_negated(text: str, start: int, since: int = 0) -> bool:
     """True when one of the three tokens before `start` negates what follows, or the
-    three before an "or" among them do ("not too pricey or cheap")."""
-    before = [t for t, _, e in tokens_with_spans(text) if e <= start]
+    three before an "or" among them do ("not too pricey or cheap"). Only tokens that
+    begin at or after `since` count (a clause start). The six tokens this reads are found
+    by binary search: callers ask once per candidate value of a possibly long text."""
+    before = tokens_before(text, start, 6, since)
     window = before[-3:]
     if any(t in _NEGATION for t in window):
         return True

@@ -278,7 +278,7 @@ def find_places(text: str) -> list[PlaceMention]:
         out.append(PlaceMention(span.start, span.end, span.text, context, conf))
     for m in _ADDRESS_RE.finditer(text):
         # "to 160 Saratoga Ave": a house number and a capitalised street
-        word = (text[:m.start()].split() or [""])[-1].lower()
+        word = (text[max(0, m.start() - 64):m.start()].split() or [""])[-1].lower()
         if word in {"to", "at", "from"}:
             value = m.group().rstrip(" ,.")
             out.append(PlaceMention(m.start(), m.start() + len(value), value, word, 0.6))

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from sage_tod.text.normalize import fold
+from sage_tod.text.spans import Coverage
 
 # ---------------------------------------------------------------- a value
 _TIME_VALUE_RE = re.compile(
@@ -160,7 +161,7 @@ def _digit_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
         if m.group("h") is None:
             continue
         h, mm, mer = m.group("h"), m.group("m"), (m.group("mer") or "")
-        prev = folded[:m.start()].split()[-1:] if m.start() else []
+        prev = _word_before(folded, m.start())
         if not mm and not mer and not (prev and prev[0] in _TIME_CONTEXT):
             continue
         if mer.startswith("o"):
@@ -246,15 +247,16 @@ def _bare_hours(folded: str, found: list[tuple[int, int, frozenset[str]]]
     """Digits after "half past" / "quarter to" / "evening", or before "in the evening",
     that are a time without a preposition ("half past 6", "2 in the afternoon")."""
     out: list[tuple[int, int, frozenset[str]]] = []
+    timed = Coverage((s, e) for s, e, _ in found)
     for m in _BARE_HOUR_RE.finditer(folded):
-        if any(s <= m.start() < e for s, e, _ in found):
+        if timed.covers(m.start()):
             continue
         before = folded[max(0, m.start() - 30):m.start()]
-        if re.match(r"(?:st|nd|rd|th)\b|[/\d]|[;.,:]\d", folded[m.end():]):
+        if re.match(r"(?:st|nd|rd|th)\b|[/\d]|[;.,:]\d", folded[m.end():m.end() + _AROUND]):
             continue
         # "8 in the evening" is a time, but "a table for 3 in the evening" counts people;
         # "for 4 o'clock in the evening" is a time again
-        suf = _SUFFIX_RE.match(folded[m.end():])
+        suf = _SUFFIX_RE.match(folded[m.end():m.end() + _AROUND])
         suffix_only = suf is not None and ("clock" in suf.group()
                                            or not before.rstrip().endswith(("for", "with")))
         if _PREFIX_RE.search(before) or suffix_only:
@@ -267,8 +269,19 @@ def _bare_hours(folded: str, found: list[tuple[int, int, frozenset[str]]]
 
 
 def _relation(folded: str, start: int) -> str | None:
-    prev = folded[:start].split()[-1:]
+    prev = _word_before(folded, start)
     return prev[0] if prev and prev[0] in RELATIONS else None
+
+
+# Look-arounds read a bounded window: slicing the whole rest (or start) of the text for
+# every match made long utterances quadratic. The patterns they feed are short.
+_AROUND = 64
+
+
+def _word_before(folded: str, start: int) -> list[str]:
+    """The word just before `start` (as `folded[:start].split()[-1:]`, from a window: a
+    word longer than the window is never one of the short cue words compared with)."""
+    return folded[max(0, start - _AROUND):start].split()[-1:] if start else []
 
 
 def find_times(text: str) -> list[TimeMention]:
@@ -285,7 +298,7 @@ def find_times(text: str) -> list[TimeMention]:
     found += _bare_hours(folded, found)
     out: list[TimeMention] = []
     for s, e, readings in sorted(found):
-        if _ORDINAL_AFTER.match(folded[e:]):
+        if _ORDINAL_AFTER.match(folded[e:e + _AROUND]):
             continue  # "from 10th of this month": a day, not ten o'clock
         raw = folded[s:e]
         if re.search(r"[ap]\.?\s?m\b|noon|midnight|morning|afternoon|evening|night", raw):
@@ -293,8 +306,8 @@ def find_times(text: str) -> list[TimeMention]:
             continue  # the day part is already read
         head = folded[max(0, s - 30):s].rstrip() + " "
         pre = _PREFIX_RE.search(head)
-        suf = _SUFFIX_RE.match(folded[e:])
-        nxt = re.match(r"\s*([a-z]+)", folded[e:])
+        suf = _SUFFIX_RE.match(folded[e:e + _AROUND])
+        nxt = re.match(r"\s*([a-z]+)", folded[e:e + _AROUND])
         if (len(readings) > 1 and raw.isdigit() and nxt and not pre and not suf
                 and nxt.group(1) not in _AFTER_BARE_HOUR):
             continue  # "at 11 Peas Hill", "around 6 different people": no clock time
