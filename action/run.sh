@@ -43,7 +43,7 @@ command -v sage-tod >/dev/null || die "sage-tod is not on PATH"
 
 sage-tod evaluate --spec "$INPUT_SPEC" --turns "$INPUT_TURNS" --out "$verdicts" \
   --config "${INPUT_CONFIG:-core}" --overwrite --quiet
-sage-tod report "$verdicts" --turns "$INPUT_TURNS" --spec "$INPUT_SPEC" --out "$report" \
+sage-tod report "$verdicts" --turns "$INPUT_TURNS" --spec "$INPUT_SPEC" --out "$report" --overwrite \
   --title "sage-tod: $(basename "$INPUT_TURNS")"
 
 args=("$verdicts" --turns "$INPUT_TURNS" --summary "$summary" --worst "${INPUT_WORST:-5}")
