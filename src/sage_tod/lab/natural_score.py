@@ -61,6 +61,17 @@ def _iuv_for(verdict: Mapping[str, Any], slot: str, value: str | None) -> tuple[
     return compiled, fired
 
 
+def half(lines: Sequence[Mapping[str, Any]], which: str) -> list[Mapping[str, Any]]:
+    """The turns of the corpus dialogues whose id sorts into the `first` or `second` half.
+
+    All six systems ran the same dialogues, so a half holds every system's run of
+    its dialogues and none of the other half's.
+    """
+    ids = sorted({t["meta"]["corpus_id"] for t in lines})
+    first = set(ids[:(len(ids) + 1) // 2])
+    return [t for t in lines if (t["meta"]["corpus_id"] in first) == (which == "first")]
+
+
 def _rate(num: int, den: int) -> float | None:
     return num / den if den else None
 
@@ -178,12 +189,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--raw", action="store_true", help="score against the raw labels "
                                                        "(meta.raw_label), not the gold")
     ap.add_argument("--system", help="only this system's turns (augpt, damd, ...)")
+    ap.add_argument("--half", choices=("first", "second"),
+                    help="only the corpus dialogues whose id sorts into this half (develop "
+                         "on one, check on the other)")
     args = ap.parse_args(argv)
     lines = [t for t in read_jsonl(args.slice)
              if args.system is None or t["meta"]["system"] == args.system]
+    if args.half:
+        lines = half(lines, args.half)
     s = score_natural(lines, read_jsonl(args.verdicts), raw=args.raw)
     name = args.slice.name + (" (raw labels)" if args.raw else "") + (
-        f" [{args.system}]" if args.system else "")
+        f" [{args.system}]" if args.system else "") + (
+        f" [{args.half} half]" if args.half else "")
     sys.stdout.write(markdown(name, s) if args.markdown
                      else json.dumps(s, indent=1) + "\n")
     return 0

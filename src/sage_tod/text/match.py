@@ -8,6 +8,7 @@ evidence shown to a user points at exactly what was said.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -39,10 +40,11 @@ _PARTY_SLOT = re.compile(r"people|person|guest|party|passenger|traveller|travele
                          re.IGNORECASE)
 _PARTY_SIZES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("1", re.compile(r"\b(just|only) (me|myself)\b|\bby myself\b|\bon my own\b|"
-                     r"\b(i'?m|i am) (alone|travell?ing alone|on my own)\b")),
+                     r"\b(i'?m|i am|i will be|i'?ll be) (alone|travell?ing alone|on my own)\b|"
+                     r"\ba person (eating|dining|travell?ing) alone\b|\bjust for myself\b")),
     ("2", re.compile(r"\b(the two of us|both of us|me and my (wife|husband|partner|friend|"
                      r"girlfriend|boyfriend)|my (wife|husband|partner|friend|girlfriend|"
-                     r"boyfriend) and (i|me))\b")),
+                     r"boyfriend) and (i|me)|me and a (friend|colleague|partner))\b")),
 )
 
 
@@ -90,12 +92,18 @@ def _same_or_typo(tok: str, want: str) -> bool:
             and tok[0] == want[0] and _one_edit(tok, want))
 
 
-def _find_tokens(text: str, needle: list[str], fuzzy: bool = False) -> tuple[int, int] | None:
+def _iter_tokens(text: str, needle: list[str], fuzzy: bool = False
+                 ) -> Iterator[tuple[int, int]]:
+    """Every span of `text` whose tokens spell `needle` (or one token joining it)."""
     if not needle:
-        return None
+        return
     toks = _content_tokens(text)
     n = len(needle)
     by_token, by_initial = _token_index(text)
+    if n > 1:  # one written token for the whole value: "nightclubs" for "night club"
+        whole = "".join(needle)
+        for i in sorted(by_token.get(whole, []) + by_token.get(whole + "s", [])):
+            yield toks[i][1], toks[i][2]
     # a fuzzy match may differ in its first token too, but only by a typo, which keeps
     # the first letter (`_same_or_typo`)
     starts = by_initial.get(needle[0][:1], []) if fuzzy else by_token.get(needle[0], [])
@@ -103,12 +111,14 @@ def _find_tokens(text: str, needle: list[str], fuzzy: bool = False) -> tuple[int
         if i > len(toks) - n:
             break
         window = [toks[i + k][0] for k in range(n)]
-        if all(window[k] == needle[k] for k in range(n)):
-            return toks[i][1], toks[i + n - 1][2]
-        if fuzzy and sum(window[k] != needle[k] for k in range(n)) == 1 and all(
-                _same_or_typo(window[k], needle[k]) for k in range(n)):
-            return toks[i][1], toks[i + n - 1][2]
-    return None
+        wrong = sum(window[k] != needle[k] for k in range(n))
+        if wrong == 0 or (fuzzy and wrong == 1 and all(
+                _same_or_typo(window[k], needle[k]) for k in range(n))):
+            yield toks[i][1], toks[i + n - 1][2]
+
+
+def _find_tokens(text: str, needle: list[str], fuzzy: bool = False) -> tuple[int, int] | None:
+    return next(_iter_tokens(text, needle, fuzzy), None)
 
 
 def is_negated(text: str, start: int, since: int = 0) -> bool:
@@ -132,50 +142,55 @@ def find_dontcare(text: str) -> Found | None:
 
 def find_value(text: str, value: str, slot: SlotLike | None, fuzzy: bool = False
                ) -> Found | None:
-    """Where `text` states `value` for `slot`, or None.
+    """Where `text` first states `value` for `slot`, or None (see `find_values`)."""
+    return next(iter(find_values(text, value, slot, fuzzy)), None)
+
+
+def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = False
+                ) -> list[Found]:
+    """Every place `text` states `value` for `slot`, in reading order within each form.
 
     Matching is token-exact after normalisation, widened by the slot's
     synonyms, number words and clock-time readings; paraphrases beyond that
     are left to S2 on purpose. `fuzzy` also accepts one typo in one long word
-    of the value ("Cambrige Artworks"), which is how people type.
+    of the value ("Cambrige Artworks"), which is how people type. All the
+    places are returned so a caller can judge each one's role ("3 nights" and
+    "3 people" both state 3; only one is a party size).
     """
     if not text or not value:
-        return None
+        return []
     stype = slot.type if slot is not None else "free"
     if is_dontcare(value):
-        return find_dontcare(text)
+        dc = find_dontcare(text)
+        return [] if dc is None else [dc]
     key = slot.normalize(value) if slot is not None else " ".join(basic_tokens(value))
     if stype == "time":
         t = normalize_time(value)
         if t is not None:
             mentions = find_times(text)
-            for tm in mentions:
-                if t in tm.readings:
-                    return Found(tm.start, tm.end, t)
+            timed = [Found(tm.start, tm.end, t) for tm in mentions if t in tm.readings]
+            if timed:
+                return timed
             # the value as written where no time is read ("for 7 in the evening", where
             # "for 7" may count), but not "01:15" inside "01:15 pm"
-            hit = _find_tokens(text, basic_tokens(value))
-            if hit and not any(tm.start < hit[1] and hit[0] < tm.end for tm in mentions):
-                return Found(hit[0], hit[1], t)
-            return None
+            return [Found(a, b, t) for a, b in _iter_tokens(text, basic_tokens(value))
+                    if not any(tm.start < b and a < tm.end for tm in mentions)]
     if stype == "number":
         n = read_number(value)
         if n is not None:
-            for tok, s, e in tokens_with_spans(text):
-                if number_token(tok) == n:
-                    return Found(s, e, n)
+            out = [Found(s, e, n) for tok, s, e in tokens_with_spans(text)
+                   if number_token(tok) == n]
             if slot is not None and _PARTY_SLOT.search(f"{slot.name} {slot.description}"):
                 for count, pattern in _PARTY_SIZES:
-                    m = pattern.search(fold(text))
-                    if m and count == n:
-                        return Found(m.start(), m.end(), n)
-            return None
+                    out += [Found(m.start(), m.end(), n) for m in pattern.finditer(fold(text))
+                            if count == n]
+            return out
     if stype == "date":
         d = date_key(value)
         if d is not None:
-            for dm in find_dates(text):
-                if dm.key == d:
-                    return Found(dm.start, dm.end, key)
+            dated = [Found(dm.start, dm.end, key) for dm in find_dates(text) if dm.key == d]
+            if dated:
+                return dated
     forms: list[list[str]] = []
     if slot is not None and stype != "date":
         forms = [basic_tokens(f) for f in slot.surface_forms(value)]
@@ -185,13 +200,11 @@ def find_value(text: str, value: str, slot: SlotLike | None, fuzzy: bool = False
         forms += [f[1:] for f in forms if len(f) > 1 and f[0] in {"the", "a", "an"}]
     # longest form first so "city centre" wins over "centre"
     forms = [[t for t in f if t != "s"] or f for f in forms]  # possessives, as in the text
-    for form in sorted(forms, key=len, reverse=True):
-        hit = _find_tokens(text, form)
-        if hit:
-            return Found(hit[0], hit[1], key)
-    if fuzzy:
+    for fz in ((False, True) if fuzzy else (False,)):
+        found: list[Found] = []
         for form in sorted(forms, key=len, reverse=True):
-            hit = _find_tokens(text, form, fuzzy=True)
-            if hit:
-                return Found(hit[0], hit[1], key)
-    return None
+            found += [Found(a, b, key) for a, b in _iter_tokens(text, form, fuzzy=fz)
+                      if not any(f.start <= a and b <= f.end for f in found)]
+        if found:
+            return found
+    return []

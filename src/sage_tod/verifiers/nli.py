@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,13 @@ class _Plan:
     pairs: tuple[int, ...]
 
 
+# a booking announced, not done ("i will book it for you"), and words of one done
+_PROMISE = re.compile(r"\b(i will|i'll|i can|i could|let me|shall i|should i|"
+                      r"would you like me to|do you want me to)\s+(go ahead and\s+)?"
+                      r"(book|reserve|make)\b", re.IGNORECASE)
+_DONE = re.compile(r"\b(booked|reserved|confirmed|successful|reference|ref)\b", re.IGNORECASE)
+
+
 class NLIVerifier:
     """S2. Built by the `S2` factory from options; `scorer=None` means no model."""
 
@@ -74,7 +82,8 @@ class NLIVerifier:
                  template: str | None = None, window: str | None = None,
                  paraphrase: Any | None = None, unavailable: str | None = None,
                  pc_state: str = "after", uv_margin: str | None = None,
-                 pc_template: str | None = None, pc_window: str | None = None) -> None:
+                 pc_template: str | None = None, pc_window: str | None = None,
+                 meaning_claims: bool = True) -> None:
         from sage_tod.nli.claims import (
             DEFAULT_PC_TEMPLATE,
             DEFAULT_PC_WINDOW,
@@ -108,6 +117,9 @@ class NLIVerifier:
         if self.pc_window not in PC_WINDOWS:
             raise ValueError(f"unknown PC window {self.pc_window!r}")
         self.paraphrase = paraphrase
+        # UV claims from the slot's meaning for booleans, dontcare and counts
+        # (claims.meaning_claim); off reproduces the template-only claims
+        self.meaning_claims = meaning_claims
         self.unavailable = unavailable
         self.pc_state = pc_state
 
@@ -150,7 +162,8 @@ class NLIVerifier:
             a = c.args
             if isinstance(a, UVArgs):
                 new = [uv_pair(ctx, a.slot, a.value, template=self.template,
-                               window_name=self.window, count=count)]
+                               window_name=self.window, count=count,
+                               meaning=self.meaning_claims)]
             elif isinstance(a, IUVArgs):
                 if a.confidence < EXTRACTION_FLOOR:
                     plans.append(Decision.abstain(
@@ -329,6 +342,13 @@ class NLIVerifier:
         state = ctx.after if self.pc_state == "after" else ctx.before
         if ctx.workflow.outcome_holds(state):
             return Decision(Outcome.FALSE, 1.0, "outcome predicate holds: confirming is allowed")
+        agent = ctx.turn.agent
+        promise = _PROMISE.search(agent)
+        if promise is not None and not _DONE.search(agent):
+            # "I will book it for you" is entailed as "something has been booked" by the
+            # NLI model, but it announces a booking that has not happened yet
+            return Decision(Outcome.FALSE, 1.0,
+                            f"a_t promises a booking ({promise.group()!r}); it confirms none")
         return None
 
     def _pc(self, got: tuple[tuple[str, str], tuple[float, float, float]]) -> Decision:
@@ -395,10 +415,11 @@ def _choice(options: dict[str, Any], key: str, known: Any, env: str | None = Non
 
 def build_s2(options: dict[str, Any]) -> NLIVerifier:
     """Options: nli_model, tau, cache_path, backend, threads, template, window, uv_margin,
-    pc_template, pc_window, paraphrase (bool), nli_batch_size, pc_state. Unknown keys are
-    ignored. Every option is checked before a model is loaded or exported, so a bad value
-    costs nothing; a model that was named (option or $SAGE_TOD_NLI_MODEL) but cannot be
-    found or loaded is an `InputError`, never a silent fallback to another model."""
+    pc_template, pc_window, paraphrase (bool), meaning_claims, nli_batch_size, pc_state.
+    Unknown keys are ignored. Every option is checked before a model is loaded or
+    exported, so a bad value costs nothing; a model that was named (option or
+    $SAGE_TOD_NLI_MODEL) but cannot be found or loaded is an `InputError`, never a silent
+    fallback to another model."""
     _check_packages()
     from sage_tod.nli.claims import (
         PC_TEMPLATES,
@@ -417,6 +438,8 @@ def build_s2(options: dict[str, Any]) -> NLIVerifier:
               "uv_margin": _choice(options, "uv_margin", UV_MARGINS, "SAGE_TOD_NLI_UV_MARGIN"),
               "pc_template": _choice(options, "pc_template", PC_TEMPLATES),
               "pc_window": _choice(options, "pc_window", PC_WINDOWS)}
+    meaning = str(_opt(options, "meaning_claims", "SAGE_TOD_NLI_MEANING_CLAIMS")
+                  or "1").lower() not in ("0", "false", "no", "off")
     pc_state = options.get("pc_state", "after")
     if pc_state not in ("after", "before"):
         raise InputError("<options>", f"pc_state must be after or before, got {pc_state!r}",
@@ -451,7 +474,8 @@ def build_s2(options: dict[str, Any]) -> NLIVerifier:
         raise InputError(res.model, why or "the NLI model could not be loaded")
     common: dict[str, Any] = {
         "tau": DEFAULT_TAU if tau is None else tau,
-        **{k: v or shipped.get(k) for k, v in chosen.items()}, "pc_state": pc_state}
+        **{k: v or shipped.get(k) for k, v in chosen.items()}, "pc_state": pc_state,
+        "meaning_claims": meaning}
     para = None
     if str(options.get("paraphrase", "1")).lower() not in ("0", "false", "no", "off"):
         from sage_tod.nli.runtime import get_paraphrase

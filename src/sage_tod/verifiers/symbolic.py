@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from sage_tod.compiler.context import TurnContext
@@ -25,17 +26,23 @@ from sage_tod.contracts.criteria import (
     UVArgs,
     WNFArgs,
 )
+from sage_tod.contracts.spec import Workflow
 from sage_tod.text.booleans import is_dontcare
-from sage_tod.text.match import find_dontcare, find_value
+from sage_tod.text.match import find_dontcare, find_values
 from sage_tod.text.normalize import basic_tokens, fold
 from sage_tod.verifiers.base import Item
+from sage_tod.verifiers.roles import Role, other_role
 
 PcState = Literal["after", "before"]
 # "No, thank you. What's the address?" declines the agent's offer to book, not the place
-_REJECTION = re.compile(
-    r"^\W*(no|nope|nah|not really|not that)\b(?!\W*(thanks|thank you)\b)|"
+_LEADING_NO = re.compile(r"^\W*(no|nope|nah|not really)\b(?!\W*(thanks|thank you)\b)")
+_REJECTION_EXPLICIT = re.compile(
+    r"^\W*not that\b|"
     r"\b(something else|another one|a different one|other options?|don'?t like|"
     r"not interested|none of (those|them))\b")
+# an agent question a plain "no" answers without rejecting the place it named
+_BOOKING_QUESTION = re.compile(r"\b(book|booking|reserve|reservation|anything else|"
+                               r"help (you )?with|something else)\b")
 WnfState = Literal["either", "before"]
 
 
@@ -120,30 +127,86 @@ def _dontcare_support(ctx: TurnContext, slot: str) -> Span | None:
     return None
 
 
-def find_support(ctx: TurnContext, slot: str, value: str) -> Span | None:
-    """Where h_<t ∪ {u_t} states `value` for `slot` (normalised), or None."""
+def _slot_workflow(ctx: TurnContext, slot: str) -> Workflow:
+    if slot in ctx.workflow.slots:
+        return ctx.workflow
+    return next((w for w in ctx.spec.workflows.values() if slot in w.slots), ctx.workflow)
+
+
+@dataclass(frozen=True)
+class Support:
+    """Where a value is stated for its slot, and where it is stated only in another role."""
+
+    span: Span | None
+    misplaced: tuple[tuple[Span, Role], ...] = ()
+
+
+def slot_support(ctx: TurnContext, slot: str, value: str) -> Support:
+    """The first mention of `value` in h_<t ∪ {u_t} that is about `slot` (newest first).
+
+    A mention whose role words make it another slot's value of the same type
+    ("for 3 nights" for a party size, "from cambridge" for a destination,
+    `verifiers.roles`) supports nothing and is kept in `misplaced`; so is an
+    agent's offer the user turned down.
+    """
     if is_dontcare(value):
-        return _dontcare_support(ctx, slot)
+        return Support(_dontcare_support(ctx, slot))
     spec = ctx.spec.slot(slot, ctx.workflow)
+    wf = _slot_workflow(ctx, slot)
     hist = ctx.turn.history or ()
+    misplaced: list[tuple[Span, Role]] = []
     for source, index, text in _history_sources(ctx):
         if source == "history.agent" and index is not None:
             reply = hist[index + 1].user if index + 1 < len(hist) else ctx.turn.user
-            if _REJECTION.search(fold(reply)):
+            if _declines(text, reply):
                 continue  # an offer the user turned down supports nothing
-        hit = find_value(text, value, spec, fuzzy=True)
-        if hit is not None:
-            return Span(source=source, index=index, start=hit.start, end=hit.end,
+        for hit in find_values(text, value, spec, fuzzy=True):
+            span = Span(source=source, index=index, start=hit.start, end=hit.end,
                         text=text[hit.start:hit.end])
-    return None
+            role = other_role(text, hit.start, hit.end, slot, wf)
+            if role is None:
+                return Support(span, tuple(misplaced))
+            misplaced.append((span, role))
+    return Support(None, tuple(misplaced))
+
+
+def find_support(ctx: TurnContext, slot: str, value: str) -> Span | None:
+    """Where h_<t ∪ {u_t} states `value` for `slot` (normalised, in its role), or None."""
+    return slot_support(ctx, slot, value).span
+
+
+def _declines(offer: str, reply: str) -> bool:
+    """Does `reply` turn down what the agent's `offer` named?
+
+    A plain "no" answers the offer's last question: when that question is
+    about booking or anything else ("Can I help you book?", "Anything else?"),
+    the user declines the booking, not the place ("No, I just need the phone
+    number"); explicit rejections ("something else", "not that one") always count.
+    """
+    low = fold(reply)
+    if _REJECTION_EXPLICIT.search(low):
+        return True
+    if not _LEADING_NO.search(low):
+        return False
+    questions = [q for q in re.split(r"(?<=[.!?])\s+", fold(offer)) if q.rstrip().endswith("?")]
+    last = questions[-1] if questions else fold(offer)
+    return not _BOOKING_QUESTION.search(last)
 
 
 def _uv(a: UVArgs, ctx: TurnContext) -> Decision:
     slot, value = a.slot, a.value
-    span = find_support(ctx, slot, value)
+    sup = slot_support(ctx, slot, value)
+    span = sup.span
     if span is not None:
         where = span.source if span.index is None else f"{span.source}[{span.index}]"
         return Decision(Outcome.FALSE, 1.0, f"value stated in {where}: {span.text!r}", span)
+    if sup.misplaced:
+        span, role = sup.misplaced[0]
+        where = span.source if span.index is None else f"{span.source}[{span.index}]"
+        return Decision(Outcome.TRUE, 1.0,
+                        f"{value!r} is stated only in another slot's role: {span.text!r} in "
+                        f"{where} goes with {role.word!r} ({', '.join(sorted(role.slots))}), "
+                        f"not {slot}", span)
     return Decision.abstain(
         f"{value!r} is not stated verbatim or as a schema synonym in h_<t ∪ u_t; "
         "it may be a paraphrase")

@@ -1,0 +1,115 @@
+"""Which slot a mention of a value is about: role words around it, from the schema.
+
+"3" is stated by "for 3 nights" and by "for 3 people", "cambridge" by "from
+cambridge" and by "to cambridge"; only one of each supports a given slot. The
+word nearest to a mention that points at slots of the workflow (cue words
+derived from slot names and descriptions, `compiler.cues`) decides its role:
+after a count ("3 *nights*") or before any value ("*arrive by* 11:15", "*from*
+cambridge"). A mention whose deciding word points only at *other* slots of the
+same value type is that other slot's value, not this one's; a mention with no
+role word says nothing either way (it still supports, as before).
+
+Directional prepositions are the one generic addition to the schema cues:
+"from X" names the origin and "to X" the destination whenever a workflow has
+slots whose names or descriptions say departure/destination (origin, pickup,
+dropoff, ... through `cues.CONCEPTS`), so SGD and user specs get them too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sage_tod.compiler.cues import CONCEPTS, SlotCues, slot_cues
+from sage_tod.contracts.spec import Workflow
+
+# directional prepositions -> the concept whose slots they point at
+_PREPOSITIONS = {"from": "departure", "to": "destination", "towards": "destination"}
+# a place right after these words is where the trip starts ("leave cambridge")
+_STARTS = frozenset({"leave", "leaving", "depart", "departing"})
+_DIRECTIONAL = frozenset(_PREPOSITIONS) | CONCEPTS["departure"] | CONCEPTS["destination"]
+_ARTICLES = frozenset({"the", "a", "an"})
+_PUNCT = re.compile(r"[,.;:!?()]")
+_BEFORE = 3  # words before a mention that may carry its role
+_TOKEN = re.compile(r"[a-z]+")
+
+
+@dataclass(frozen=True)
+class Role:
+    """The slots the deciding word around a mention points at, and that word."""
+
+    slots: frozenset[str]
+    word: str
+
+
+def _concept_slots(cues: SlotCues, concept: str) -> frozenset[str]:
+    return frozenset(cues.slots_for(sorted(CONCEPTS[concept])))
+
+
+def _points(cues: SlotCues, wf: Workflow, word: str, *, place: bool = False) -> frozenset[str]:
+    if word in _PREPOSITIONS:
+        return _concept_slots(cues, _PREPOSITIONS[word])
+    if place and word in _STARTS:
+        return _concept_slots(cues, "departure")
+    return frozenset(s for s in cues.slots_for([word]) if s in wf.slots)
+
+
+def mention_role(text: str, start: int, end: int, wf: Workflow, *, kind: str) -> Role | None:
+    """The role of the mention text[start:end] in workflow `wf`, or None when no word says.
+
+    By the value's `kind` (slot type): a count's role is the word right after
+    it ("3 nights"); a time's is a cue word up to three words before it within
+    its clause ("arrive by 11:15"); any other value's is a directional word
+    before it ("from the hotel", "going to cambridge"). Other words before a
+    value ("looking for the cotto", "area with a moderate price") are too loose
+    to decide a role, and measured so on the natural slice.
+    """
+    cues = slot_cues(wf)
+    if kind == "number":
+        after = _TOKEN.search(text[end:].lower())
+        if after is not None and not text[end:end + after.start()].strip(" "):
+            slots = _points(cues, wf, after.group())
+            if slots:
+                return Role(slots, after.group())
+        return None
+    before = text[:start]
+    pos = start
+    nearer: list[str] = []
+    for m in reversed(list(_TOKEN.finditer(before.lower()))[-_BEFORE:]):
+        if _PUNCT.search(before[m.end():pos]):
+            break  # another clause
+        word = m.group()
+        near = not nearer or all(w in _ARTICLES for w in nearer)
+        if kind == "time":
+            slots = _points(cues, wf, word)
+        elif word in _PREPOSITIONS or word in _STARTS:
+            # "to"/"from" only right before the place ("going to the hotel"), not the
+            # "to" of "I'd like to leave cambridge"
+            slots = _points(cues, wf, word, place=True) if near else frozenset()
+        else:
+            slots = _points(cues, wf, word) if word in _DIRECTIONAL else frozenset()
+        if slots:
+            return Role(slots, word)
+        if word in ("and", "but", "or"):
+            break
+        nearer.append(word)
+        pos = m.start()
+    return None
+
+
+def other_role(text: str, start: int, end: int, slot: str, wf: Workflow) -> Role | None:
+    """The role, when it makes this mention another slot's value of the same type.
+
+    None when the mention is this slot's, or when no word around it decides.
+    """
+    spec = wf.slots.get(slot)
+    if spec is None:
+        return None
+    role = mention_role(text, start, end, wf, kind=spec.type)
+    if role is None or slot in role.slots:
+        return None
+    rivals = frozenset(s for s in role.slots if wf.slots[s].type == spec.type)
+    return Role(rivals, role.word) if rivals else None
+
+
+__all__ = ["Role", "mention_role", "other_role"]
