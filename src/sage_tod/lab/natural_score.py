@@ -61,7 +61,7 @@ def _iuv_for(verdict: Mapping[str, Any], slot: str, value: str | None) -> tuple[
     return compiled, fired
 
 
-def half(lines: Sequence[Mapping[str, Any]], which: str) -> list[Mapping[str, Any]]:
+def half(lines: Sequence[dict[str, Any]], which: str) -> list[dict[str, Any]]:
     """The turns of the corpus dialogues whose id sorts into the `first` or `second` half.
 
     All six systems ran the same dialogues, so a half holds every system's run of

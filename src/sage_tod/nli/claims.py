@@ -247,22 +247,23 @@ def meaning_claim(ctx: TurnContext, slot: str, value: str,
     if is_dontcare(value):
         if "dontcare" not in kinds:
             return None
-        if _WHETHER.match(desc):
-            return f"The user does not mind {_WHETHER.match(desc)[2]} {_WHETHER.sub('', desc)}."
+        w = _WHETHER.match(desc)
+        if w is not None:
+            return f"The user does not mind {w[2]} {_WHETHER.sub('', desc)}."
         return f"The user does not mind what the {desc} is."
     yes = _yes(value)
     stype = spec.type if spec is not None else "free"
-    if yes is not None and "boolean" in kinds and (
+    # "no" keeps the template: "The user does not need the hotel to have internet." is
+    # entailed by turns that never mention internet (UV-rich, measured)
+    if yes and "boolean" in kinds and (
             stype in ("boolean", "categorical") or _WHETHER.match(desc)):
         clause = _WHETHER.sub("", desc)
         m = _HAS.match(clause)
         if m is not None:
             subj, obj = m["subj"], m["obj"]
-            return (f"The user wants {subj} to have {obj}." if yes
-                    else f"The user does not need {subj} to have {obj}.")
+            return f"The user wants {subj} to have {obj}."
         if clause != desc:
-            return (f"The user wants it that {clause}." if yes
-                    else f"The user does not want it that {clause}.")
+            return f"The user wants it that {clause}."
         return None
     if stype == "number" and value.strip() and "number" in kinds:
         return f"The {desc} is {value.strip()}."
