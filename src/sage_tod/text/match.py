@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import lru_cache
 
 from sage_tod.text.booleans import dontcare_span, is_dontcare
@@ -23,6 +24,9 @@ _NEGATION = frozenset({"not", "no", "dont", "don", "nt", "never", "except", "wit
                        "rather", "other", "than"})
 # "not too pricey or cheap": a negation before the first of two joined values reaches both
 _JOINERS = frozenset({"or", "nor"})
+
+
+_DAY_ABBREVIATIONS = frozenset({"tues", "thur", "thurs", "weds", "thu", "fri", "tue"})
 
 
 @dataclass(frozen=True)
@@ -189,6 +193,10 @@ def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = Fals
         d = date_key(value)
         if d is not None:
             dated = [Found(dm.start, dm.end, key) for dm in find_dates(text) if dm.key == d]
+            # "Thurs", "weds": abbreviations no English word shares ("sat", "wed" are)
+            dated += [Found(a, b, key) for tok, a, b in tokens_with_spans(text)
+                      if tok in _DAY_ABBREVIATIONS and date_key(tok) == d
+                      and not any(f.start <= a < f.end for f in dated)]
             if dated:
                 return dated
     forms: list[list[str]] = []
@@ -198,6 +206,7 @@ def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = Fals
         forms = [basic_tokens(value)]
     if stype == "free":  # "the Lensfield Hotel" is stated by "Lensfield Hotel" too
         forms += [f[1:] for f in forms if len(f) > 1 and f[0] in {"the", "a", "an"}]
+        forms += _ampersand_forms(forms)
     # longest form first so "city centre" wins over "centre"
     forms = [[t for t in f if t != "s"] or f for f in forms]  # possessives, as in the text
     for fz in ((False, True) if fuzzy else (False,)):
@@ -207,4 +216,38 @@ def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = Fals
                       if not any(f.start <= a and b <= f.end for f in found)]
         if found:
             return found
+    if fuzzy and stype == "free":
+        return [Found(a, b, key) for a, b in _similar_spans(text, basic_tokens(value))]
     return []
+
+
+def _ampersand_forms(forms: list[list[str]]) -> list[list[str]]:
+    """"Bed & Breakfast" (the "&" is no token) and "B&B" for a name with "bed and breakfast"."""
+    out: list[list[str]] = []
+    for f in forms:
+        if "and" in f[1:-1]:
+            out.append([t for t in f if t != "and"])
+        j = next((i for i in range(len(f) - 2) if f[i:i + 3] == ["bed", "and", "breakfast"]),
+                 None)
+        if j is not None:
+            out.append([*f[:j], "b", "b", *f[j + 3:]])
+    return out
+
+
+_NAME_RATIO = 0.9  # "cafe uno" / "caffe uno" .94; "pizza hut city centre" / "... fen ditton" .6
+
+
+def _similar_spans(text: str, needle: list[str]) -> list[tuple[int, int]]:
+    """Spans of as many tokens as a multi-word name that spell it nearly the same
+    (character ratio >= .9, same first letter): "cafe uno" for "Caffe Uno"."""
+    n = len(needle)
+    want = " ".join(needle)
+    if n < 2 or len(want) < 8:
+        return []
+    toks = _content_tokens(text)
+    out: list[tuple[int, int]] = []
+    for i in range(len(toks) - n + 1):
+        got = " ".join(t for t, _, _ in toks[i:i + n])
+        if got[0] == want[0] and SequenceMatcher(None, got, want).ratio() >= _NAME_RATIO:
+            out.append((toks[i][1], toks[i + n - 1][2]))
+    return out

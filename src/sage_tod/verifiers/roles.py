@@ -18,9 +18,10 @@ dropoff, ... through `cues.CONCEPTS`), so SGD and user specs get them too.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sage_tod.compiler.cues import CONCEPTS, SlotCues, slot_cues
+from sage_tod.compiler.cues import CONCEPTS, SlotCues, domain_words, slot_cues
 from sage_tod.contracts.spec import Workflow
 
 # directional prepositions -> the concept whose slots they point at
@@ -112,4 +113,53 @@ def other_role(text: str, start: int, end: int, slot: str, wf: Workflow) -> Role
     return Role(rivals, role.word) if rivals else None
 
 
-__all__ = ["Role", "mention_role", "other_role"]
+_SENTENCE_END = re.compile(r"[.!?]+(\s|$)")
+
+
+def _stem_word(w: str) -> str:
+    return w[:-1] if len(w) > 4 and w.endswith("s") else w
+
+
+def workflow_words(wf: Workflow) -> frozenset[str]:
+    """Words that name a workflow: its id's words and the words in most of its slot names
+    ("hotel"; SGD's "Restaurants_1" gives "restaurant")."""
+    return frozenset(_stem_word(w) for w in _TOKEN.findall(wf.id.lower()) + sorted(
+        domain_words(wf)) if len(w) > 2)
+
+
+def other_domain(text: str, start: int, end: int, slot: str, wf: Workflow,
+                 workflows: Iterable[Workflow], value: str) -> Role | None:
+    """The other workflow a mention's sentence is about, when it names only that one.
+
+    "I need a table at the restaurant for 3" states 3 for the restaurant's party, not the
+    hotel's: a sentence that names another workflow with a slot that can hold the value
+    (same type; for a closed set, the value among its values), and not the slot's own
+    workflow, does not support the slot. Days and times carry over between workflows by
+    design ("the same day"), and so do the places of a trip ("a taxi to the hotel"):
+    those are not checked (measured on the natural slice: UV false alarms 39 -> 61 when
+    every type was).
+    """
+    spec = wf.slots.get(slot)
+    if spec is None or spec.type in ("date", "time"):
+        return None
+    cues = slot_cues(wf)
+    trip = _concept_slots(cues, "departure") | _concept_slots(cues, "destination")
+    if slot in trip:
+        return None
+    a = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
+    m = _SENTENCE_END.search(text, end)
+    sentence = {_stem_word(w) for w in _TOKEN.findall(text[a:m.start() if m else len(text)]
+                                                     .lower())}
+    if sentence & workflow_words(wf):
+        return None
+    for other in workflows:
+        if other.id == wf.id or not sentence & workflow_words(other):
+            continue
+        rivals = frozenset(n for n, sp in other.slots.items() if sp.type == spec.type and (
+            not sp.values or sp.normalize(value) in {sp.normalize(v) for v in sp.values}))
+        if rivals:
+            return Role(rivals, sorted(sentence & workflow_words(other))[0])
+    return None
+
+
+__all__ = ["Role", "mention_role", "other_domain", "other_role", "workflow_words"]

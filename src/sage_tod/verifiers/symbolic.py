@@ -28,13 +28,20 @@ from sage_tod.contracts.criteria import (
 )
 from sage_tod.contracts.spec import Workflow
 from sage_tod.text.booleans import is_dontcare
-from sage_tod.text.match import find_dontcare, find_values
+from sage_tod.text.match import find_dontcare, find_values, is_negated
 from sage_tod.text.normalize import basic_tokens, fold
+from sage_tod.text.numbers import read_number
 from sage_tod.verifiers.base import Item
-from sage_tod.verifiers.roles import Role, other_role
+from sage_tod.verifiers.roles import Role, other_domain, other_role
 
 PcState = Literal["after", "before"]
 # "No, thank you. What's the address?" declines the agent's offer to book, not the place
+_CLAUSE_END = re.compile(r"[,.;:!?]|\b(but|though|although|however)\b")
+_CLOCK = re.compile(r"\b(\d{1,2})[:.]\d{2}\b")
+_BOUND = re.compile(r"\b(later|earlier|than|after|before|more|less|over|under|past|"
+                    r"until|till)\b")
+_SAME = re.compile(r"\b(same|as well|all of us|everyone|both|near|nearby|close to|"
+                   r"around there)\b")
 _LEADING_NO = re.compile(r"^\W*(no|nope|nah|not really)\b(?!\W*(thanks|thank you)\b)")
 _REJECTION_EXPLICIT = re.compile(
     r"^\W*not that\b|"
@@ -154,6 +161,9 @@ def slot_support(ctx: TurnContext, slot: str, value: str) -> Support:
     spec = ctx.spec.slot(slot, ctx.workflow)
     wf = _slot_workflow(ctx, slot)
     hist = ctx.turn.history or ()
+    boolean = value.strip().lower() in ("yes", "no", "true", "false")
+    # "the same group", "near the restaurant": u_t carries another workflow's value over
+    same_again = _SAME.search(fold(ctx.turn.user)) is not None
     misplaced: list[tuple[Span, Role]] = []
     for source, index, text in _history_sources(ctx):
         if source == "history.agent" and index is not None:
@@ -164,10 +174,43 @@ def slot_support(ctx: TurnContext, slot: str, value: str) -> Support:
             span = Span(source=source, index=index, start=hit.start, end=hit.end,
                         text=text[hit.start:hit.end])
             role = other_role(text, hit.start, hit.end, slot, wf)
+            if role is None and not same_again:
+                role = other_domain(text, hit.start, hit.end, slot, wf,
+                                    ctx.spec.workflows.values(), value)
+            if role is None and source != "history.agent" and not boolean and _negated(
+                    text, hit.start):
+                role = Role(frozenset(), "not")  # "not too pricey or cheap"
             if role is None:
                 return Support(span, tuple(misplaced))
             misplaced.append((span, role))
+    if not misplaced and spec is not None and spec.type == "number":
+        misplaced = _count_in_times(ctx, value, wf)
     return Support(None, tuple(misplaced))
+
+
+def _count_in_times(ctx: TurnContext, value: str, wf: Workflow) -> list[tuple[Span, Role]]:
+    """A count that appears only as the hour of a clock time ("the one for 7:35" is no
+    party of 7): the mention belongs to the workflow's time slots."""
+    n = read_number(value)
+    times = frozenset(s for s, sp in wf.slots.items() if sp.type == "time")
+    if n is None or not times:
+        return []
+    out: list[tuple[Span, Role]] = []
+    for source, index, text in _history_sources(ctx):
+        for m in _CLOCK.finditer(text):
+            if str(int(m[1])) == n:
+                out.append((Span(source=source, index=index, start=m.start(), end=m.end(),
+                                 text=m[0]), Role(times, m[0])))
+    return out
+
+
+def _negated(text: str, start: int) -> bool:
+    """A negation among the three words before `start`, within the same clause; not a
+    bound ("no later than 21:45")."""
+    clause_start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, start)), default=0)
+    if _BOUND.search(fold(text[max(clause_start, start - 30):start])):
+        return False
+    return is_negated(text[clause_start:], start - clause_start)
 
 
 def find_support(ctx: TurnContext, slot: str, value: str) -> Span | None:
@@ -203,6 +246,9 @@ def _uv(a: UVArgs, ctx: TurnContext) -> Decision:
     if sup.misplaced:
         span, role = sup.misplaced[0]
         where = span.source if span.index is None else f"{span.source}[{span.index}]"
+        if not role.slots:
+            return Decision(Outcome.TRUE, 1.0, f"{value!r} is stated only negated: "
+                            f"{span.text!r} in {where}", span)
         return Decision(Outcome.TRUE, 1.0,
                         f"{value!r} is stated only in another slot's role: {span.text!r} in "
                         f"{where} goes with {role.word!r} ({', '.join(sorted(role.slots))}), "
