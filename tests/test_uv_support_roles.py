@@ -32,7 +32,9 @@ SPEC: dict[str, Any] = {"version": 1, "workflows": [
         {"name": "hotel-internet", "description": "whether the hotel has internet",
          "type": "categorical", "values": ["no", "yes"], "synonyms": {"yes": ["free"]}},
         {"name": "hotel-name", "description": "name of the hotel", "type": "free"},
-        {"name": "hotel-bookday", "description": "day of the hotel booking", "type": "date"}],
+        {"name": "hotel-bookday", "description": "day of the hotel booking", "type": "date"},
+        {"name": "hotel-pricerange", "description": "price budget of the hotel",
+         "type": "categorical", "values": ["cheap", "expensive", "moderate"]}],
      "required": ["hotel-bookpeople", "hotel-bookstay", "hotel-bookday"],
      "outcome": "filled(hotel-bookday) and filled(hotel-bookpeople) and "
                 "filled(hotel-bookstay)"},
@@ -44,8 +46,17 @@ SPEC: dict[str, Any] = {"version": 1, "workflows": [
         {"name": "train-destination", "description": "destination of the train",
          "type": "free"},
         {"name": "train-bookpeople", "description": "how many train tickets you need",
-         "type": "number"}],
+         "type": "number"},
+        {"name": "train-day", "description": "day of the train", "type": "date"}],
      "required": ["train-departure", "train-destination"]},
+    {"id": "restaurant", "description": "find places to dine and whet your appetite",
+     "slots": [
+        {"name": "restaurant-name", "description": "name of the restaurant", "type": "free"},
+        {"name": "restaurant-pricerange", "description": "price budget for the restaurant",
+         "type": "categorical", "values": ["cheap", "expensive", "moderate"]},
+        {"name": "restaurant-bookpeople",
+         "description": "how many people for the restaurant reservation", "type": "number"}],
+     "required": ["restaurant-bookpeople"]},
     {"id": "attraction", "description": "find touristy stuff to do around you", "slots": [
         {"name": "attraction-type", "description": "type of the attraction",
          "type": "categorical", "values": ["museum", "night club", "college"]}],
@@ -198,3 +209,73 @@ def test_a_promised_booking_is_no_confirmation(spec: SpecBundle) -> None:
     done = _ctx(spec, "train", "Yes please .", {},
                 agent="I will book it . Booked , reference number is 8SJ1ZU4L .")
     assert verifier._pc_holds(done) is None
+
+
+# ------------------------------------------------------------- rejected, other workflow, clock
+def test_a_negated_value_is_not_supported_but_a_bound_is(spec: SpecBundle) -> None:
+    # the issue's example (issue 13, "normalisation slips")
+    ctx = _ctx(spec, "hotel", "Something not too pricey or cheap please .",
+               {"hotel-pricerange": "cheap"})
+    assert _s1(ctx, "hotel-pricerange") is Outcome.TRUE
+    # PMUL1484 turn 1: "no later than" bounds the time, it does not reject it
+    ctx = _ctx(spec, "train", "I need to leave on Wednesday and arrive no later than 21:45 .",
+               {"train-arriveby": "21:45"})
+    assert _s1(ctx, "train-arriveby") is Outcome.FALSE
+
+
+def test_a_value_said_about_another_workflow_does_not_support(spec: SpecBundle) -> None:
+    # PMUL0286 turn 2 (SOLOIST wrote restaurant-pricerange = expensive)
+    user = ("I want chinese food in cheap price range in west side of town . A 3 star hotel "
+            "that is expensive and includes wifi .")
+    ctx = _ctx(spec, "restaurant", user, {"restaurant-pricerange": "expensive"})
+    assert _s1(ctx, "restaurant-pricerange") is Outcome.TRUE
+    ctx = _ctx(spec, "hotel", user, {"hotel-pricerange": "expensive"})
+    assert _s1(ctx, "hotel-pricerange") is Outcome.FALSE
+    # MUL1466 turn 2 (SOLOIST copied the restaurant into hotel-name)
+    hist = [{"user": "Actually , I 'm looking for some info on Kymmoy restaurant . Can you "
+                     "tell me about them ?", "agent": "They are at 52 Mill Road City Centre , "
+                                                      "postcode cb12as"}]
+    ctx = _ctx(spec, "hotel", "I need their address , and postcode .",
+               {"hotel-name": "kymmoy"}, hist)
+    assert _s1(ctx, "hotel-name") is Outcome.TRUE
+
+
+def test_the_same_group_carries_a_count_over(spec: SpecBundle) -> None:
+    # PMUL0745 turn 6: "the same group of people" takes the restaurant's party
+    hist = [{"user": "Please book a table at the restaurant for 2 people .",
+             "agent": "Okay great ! TR9102 will be perfect , do you need a booking ?"}]
+    ctx = _ctx(spec, "train", "Yes . please get me tickets for the same group of people .",
+               {"train-bookpeople": "2"}, hist)
+    assert _s1(ctx, "train-bookpeople") is Outcome.FALSE
+
+
+def test_a_clock_hour_is_no_count(spec: SpecBundle) -> None:
+    # PMUL1137 turn 4 (AuGPT wrote train-bookpeople = 7)
+    ctx = _ctx(spec, "train", "The one for 7:35 is fine . Can I get the ID # and price , too ?",
+               {"train-bookpeople": "7"})
+    d = symbolic._uv(UVArgs(slot="train-bookpeople", value="7"), ctx)
+    assert d.outcome is Outcome.TRUE and "7:35" in d.rationale
+
+
+def test_weekday_abbreviations_and_name_spellings(spec: SpecBundle) -> None:
+    # MUL1633 turn 3
+    ctx = _ctx(spec, "train", "Thurs . would like to arrive by 08:15 please .",
+               {"train-day": "thursday"})
+    assert _s1(ctx, "train-day") is Outcome.FALSE
+    # PMUL4840 turn 2 and SNG0855 turn 2: the agent's "&" / "b&b" spellings
+    for agent, name in (("I recommend the Carolina Bed & Breakfast . Would you like a room "
+                         "there ?", "carolina bed and breakfast"),
+                        ("You do have a few options , including the Alexander b&b which "
+                         "offers free WiFi as well as free parking .",
+                         "alexander bed and breakfast")):
+        ctx = _ctx(spec, "hotel", "Great . Can you book that one for 4 nights ?",
+                   {"hotel-name": name}, [{"user": "I need a place to stay .",
+                                           "agent": agent}])
+        assert _s1(ctx, "hotel-name") is Outcome.FALSE, name
+    # the issue's example: 'cafe uno' vs 'Caffe Uno'; a different name stays unsupported
+    ctx = _ctx(spec, "restaurant", "I want to eat at cafe uno tonight .",
+               {"restaurant-name": "caffe uno"})
+    assert _s1(ctx, "restaurant-name") is Outcome.FALSE
+    ctx = _ctx(spec, "restaurant", "I want to eat at pizza hut fen ditton tonight .",
+               {"restaurant-name": "pizza hut city centre"})
+    assert _s1(ctx, "restaurant-name") is Outcome.ABSTAIN
