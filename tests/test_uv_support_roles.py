@@ -279,3 +279,13 @@ def test_weekday_abbreviations_and_name_spellings(spec: SpecBundle) -> None:
     ctx = _ctx(spec, "restaurant", "I want to eat at pizza hut fen ditton tonight .",
                {"restaurant-name": "pizza hut city centre"})
     assert _s1(ctx, "restaurant-name") is Outcome.ABSTAIN
+
+
+def test_a_comparative_states_the_value_so_no_other_workflow_claims_it(spec: SpecBundle
+                                                                      ) -> None:
+    # MUL1370 turn 4 (MultiWOZ validation, the tune-MW slice): the restaurant was cheap too
+    hist = [{"user": "I need a cheap restaurant in the centre .",
+             "agent": "I have booked it . Can I help with anything else ?"}]
+    ctx = _ctx(spec, "hotel", "Yes , I am looking for a cheaper hotel and would need free "
+               "parking .", {"hotel-pricerange": "cheap"}, hist)
+    assert _s1(ctx, "hotel-pricerange") is Outcome.FALSE

@@ -262,20 +262,38 @@ def meaning_claim(ctx: TurnContext, slot: str, value: str,
         if m is not None:
             subj, obj = m["subj"], m["obj"]
             return f"The user wants {subj} to have {obj}."
-        if clause != desc:
-            return f"The user wants it that {clause}."
+        # other wordings ("whether entrance to attraction is free") keep the template:
+        # "The user wants it that ..." lost an SGD turn the template kept
         return None
     if stype == "number" and value.strip() and "number" in kinds:
         return f"The {desc} is {value.strip()}."
     return None
 
 
+def parse_meaning_kinds(raw: str | None) -> tuple[str, ...]:
+    """An option's value: unset/"1"/"on" = the defaults, "0"/"off" = none, or a comma list
+    of `MEANING_KINDS` ("boolean,dontcare,number")."""
+    low = (raw or "").strip().lower()
+    if low in ("", "1", "true", "yes", "on"):
+        return DEFAULT_MEANING_KINDS
+    if low in ("0", "false", "no", "off", "none"):
+        return ()
+    kinds = tuple(k.strip() for k in low.split(",") if k.strip())
+    bad = [k for k in kinds if k not in MEANING_KINDS]
+    if bad:
+        raise ValueError(f"unknown meaning-claim kind {bad[0]!r}; choose from "
+                         f"{', '.join(MEANING_KINDS)}")
+    return kinds
+
+
 def uv_pair(ctx: TurnContext, slot: str, value: str, *, template: str, window_name: str,
-            count: Callable[[str], int], meaning: bool = True) -> tuple[str, str]:
-    """The UV claim: the template's, or with `meaning` the slot-meaning claim where one
-    exists (`meaning_claim`)."""
+            count: Callable[[str], int], meaning: bool | tuple[str, ...] = True
+            ) -> tuple[str, str]:
+    """The UV claim: the template's, or the slot-meaning claim where one exists
+    (`meaning_claim`) for the value kinds `meaning` names (True: the defaults)."""
     premise = fit_premise(window(dialogue(ctx), window_name), count)
-    claim = meaning_claim(ctx, slot, value, DEFAULT_MEANING_KINDS) if meaning else None
+    kinds = DEFAULT_MEANING_KINDS if meaning is True else meaning or ()
+    claim = meaning_claim(ctx, slot, value, kinds) if kinds else None
     return premise, claim or hypothesis(template, slot_desc(ctx, slot), value)
 
 

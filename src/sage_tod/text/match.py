@@ -216,9 +216,19 @@ def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = Fals
                       if not any(f.start <= a and b <= f.end for f in found)]
         if found:
             return found
+    if stype == "categorical":  # "a cheaper hotel", "the cheapest one"
+        graded = [Found(a, b, key) for form in forms if len(form) == 1
+                  for tok, a, b in tokens_with_spans(text) if _graded(tok, form[0])]
+        if graded:
+            return graded
     if fuzzy and stype == "free":
         return [Found(a, b, key) for a, b in _similar_spans(text, basic_tokens(value))]
     return []
+
+
+def _graded(tok: str, word: str) -> bool:
+    """The comparative or superlative of an adjective value ("cheaper" for "cheap")."""
+    return len(word) >= 4 and word.isalpha() and tok in (word + "er", word + "est")
 
 
 def _ampersand_forms(forms: list[list[str]]) -> list[list[str]]:

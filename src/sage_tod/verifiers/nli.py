@@ -83,7 +83,7 @@ class NLIVerifier:
                  paraphrase: Any | None = None, unavailable: str | None = None,
                  pc_state: str = "after", uv_margin: str | None = None,
                  pc_template: str | None = None, pc_window: str | None = None,
-                 meaning_claims: bool = True) -> None:
+                 meaning_claims: bool | tuple[str, ...] = True) -> None:
         from sage_tod.nli.claims import (
             DEFAULT_PC_TEMPLATE,
             DEFAULT_PC_WINDOW,
@@ -117,8 +117,8 @@ class NLIVerifier:
         if self.pc_window not in PC_WINDOWS:
             raise ValueError(f"unknown PC window {self.pc_window!r}")
         self.paraphrase = paraphrase
-        # UV claims from the slot's meaning for booleans, dontcare and counts
-        # (claims.meaning_claim); off reproduces the template-only claims
+        # UV claims from the slot's meaning (claims.meaning_claim) for the value kinds
+        # named (True: claims.DEFAULT_MEANING_KINDS); off reproduces the template claims
         self.meaning_claims = meaning_claims
         self.unavailable = unavailable
         self.pc_state = pc_state
@@ -415,7 +415,8 @@ def _choice(options: dict[str, Any], key: str, known: Any, env: str | None = Non
 
 def build_s2(options: dict[str, Any]) -> NLIVerifier:
     """Options: nli_model, tau, cache_path, backend, threads, template, window, uv_margin,
-    pc_template, pc_window, paraphrase (bool), meaning_claims, nli_batch_size, pc_state.
+    pc_template, pc_window, paraphrase (bool), meaning_claims (off or kinds), nli_batch_size,
+    pc_state.
     Unknown keys are ignored. Every option is checked before a model is loaded or
     exported, so a bad value costs nothing; a model that was named (option or
     $SAGE_TOD_NLI_MODEL) but cannot be found or loaded is an `InputError`, never a silent
@@ -428,6 +429,7 @@ def build_s2(options: dict[str, Any]) -> NLIVerifier:
         UV_MARGINS,
         WINDOWS,
         model_claims,
+        parse_meaning_kinds,
     )
     from sage_tod.nli.resolve import ENV_MODEL, resolve_model
     from sage_tod.nli.runtime import get_scorer
@@ -438,8 +440,11 @@ def build_s2(options: dict[str, Any]) -> NLIVerifier:
               "uv_margin": _choice(options, "uv_margin", UV_MARGINS, "SAGE_TOD_NLI_UV_MARGIN"),
               "pc_template": _choice(options, "pc_template", PC_TEMPLATES),
               "pc_window": _choice(options, "pc_window", PC_WINDOWS)}
-    meaning = str(_opt(options, "meaning_claims", "SAGE_TOD_NLI_MEANING_CLAIMS")
-                  or "1").lower() not in ("0", "false", "no", "off")
+    raw_meaning = _opt(options, "meaning_claims", "SAGE_TOD_NLI_MEANING_CLAIMS")
+    try:
+        meaning = parse_meaning_kinds(None if raw_meaning is None else str(raw_meaning))
+    except ValueError as exc:
+        raise InputError("<options>", str(exc), field="meaning_claims") from None
     pc_state = options.get("pc_state", "after")
     if pc_state not in ("after", "before"):
         raise InputError("<options>", f"pc_state must be after or before, got {pc_state!r}",
