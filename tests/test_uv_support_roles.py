@@ -289,3 +289,28 @@ def test_a_comparative_states_the_value_so_no_other_workflow_claims_it(spec: Spe
     ctx = _ctx(spec, "hotel", "Yes , I am looking for a cheaper hotel and would need free "
                "parking .", {"hotel-pricerange": "cheap"}, hist)
     assert _s1(ctx, "hotel-pricerange") is Outcome.FALSE
+
+
+def test_roles_come_from_the_schema_on_sgd_too() -> None:
+    """SGD slot names and descriptions (Buses_3, schema-guided dialogue, CC BY-SA 4.0), no
+    MultiWOZ table: "depart from Fresno" makes Fresno the origin."""
+    bus = parse_spec({"version": 1, "workflows": [
+        {"id": "Buses_3.FindBus", "description": "Find a bus journey", "slots": [
+            {"name": "from_city", "description": "The city to depart from", "type": "free"},
+            {"name": "to_city", "description": "The destination city of the trip",
+             "type": "free"},
+            {"name": "num_passengers", "description": "The number of tickets for the trip",
+             "type": "number"},
+            {"name": "departure_date", "description": "The date of departure",
+             "type": "date"}],
+         "required": ["from_city", "to_city"]}]}, "sgd-part.yaml")
+    # SGD test dialogue 4_00063 turn 1 (the SGD benchmark slice)
+    user = "I am going to San Fran and I would like to depart from Fresno, CA."
+    right = _ctx(bus, "Buses_3.FindBus", user, {"from_city": "Fresno, CA",
+                                                "to_city": "San Fran"})
+    assert _s1(right, "from_city") is Outcome.FALSE
+    assert _s1(right, "to_city") is Outcome.FALSE
+    swapped = _ctx(bus, "Buses_3.FindBus", user, {"from_city": "San Fran",
+                                                  "to_city": "Fresno, CA"})
+    assert _s1(swapped, "from_city") is Outcome.TRUE
+    assert _s1(swapped, "to_city") is Outcome.TRUE
