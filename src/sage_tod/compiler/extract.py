@@ -23,6 +23,10 @@ from itertools import pairwise
 from typing import Protocol
 
 from sage_tod.compiler.cues import SlotCues, cue_tokens, domain_words, slot_cues
+from sage_tod.compiler.descriptors import clause_negated, find_descriptors
+from sage_tod.compiler.dontcare import find_waivers, waived_value
+from sage_tod.compiler.names import find_typed_names
+from sage_tod.compiler.offers import find_acceptance
 from sage_tod.contracts.spec import SlotSpec, SpecBundle, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import normalize_boolean
@@ -36,6 +40,8 @@ from sage_tod.text.spans import Taken
 from sage_tod.text.times import find_times, normalize_time
 
 EXTRACTION_FLOOR = 0.5
+# how many further occurrences of one yes/no word are read ("free wifi and free parking")
+_MAX_REPEATS = 8
 EXACT = 0.9
 
 # Sentences that ask about an entity rather than state a constraint.
@@ -280,7 +286,41 @@ def _extract_from_text(turn: Turn, wf: Workflow) -> list[Extraction]:
 
     # 7. people's names after a role word ("directed by Morton DaCosta", "stars X")
     _people(turn, wf, add, free)
-    return _demote_competing(out, wf)
+
+    # 7a. cuisines said as a modifier, amenities asked for with a verb ("include wifi")
+    for d in find_descriptors(turn, wf):
+        same = [i for i, ex in enumerate(out) if ex.candidates == d.slots
+                and normalize_boolean(ex.value) is not None
+                and normalize_boolean(ex.value) == normalize_boolean(d.value)]
+        if same:
+            # "include free wifi": the synonym "free" read it already; the verb makes it sure
+            i = same[0]
+            ex = out[i]
+            out[i] = Extraction(ex.value, ex.candidates, ex.start, ex.end,
+                                max(ex.confidence, d.confidence), ex.source, ex.alternatives)
+            continue
+        add(d.value, list(d.slots), d.start, d.end, "descriptor", confidence=d.confidence,
+            narrowed=list(d.slots), floor=EXACT if d.confidence >= EXACT else None)
+
+    # 7b. entity names after a naming cue or a request ("called X", "a table at X")
+    for tn in find_typed_names(turn, wf):
+        add(tn.value, [tn.slot], tn.start, tn.end, "typed_name", confidence=tn.confidence,
+            narrowed=[tn.slot], floor=EXACT if tn.confidence >= EXACT else None)
+
+    # 8. waivers: "it doesn't matter", "no preference" -> dontcare (compiler/dontcare.py)
+    for w in find_waivers(turn, wf):
+        if taken.overlaps(w.start, w.end):
+            continue
+        taken.add(w.start, w.end)
+        out.append(Extraction(waived_value(), w.slots, w.start, w.end, w.confidence,
+                              "dontcare"))
+
+    # 9. an accepted offer: "Yes, book it" -> the name the agent offered (compiler/offers.py)
+    acc = find_acceptance(turn, wf)
+    if acc is not None and not any(acc.slot in ex.candidates for ex in out):
+        out.append(Extraction(acc.value, (acc.slot,), acc.start, acc.end, acc.confidence,
+                              "accepted_offer"))
+    return _demote_competing(out, wf, text)
 
 
 class _Add(Protocol):
@@ -302,23 +342,39 @@ def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
             for canon in spec.values:
                 for f in spec.surface_forms(canon):
                     forms.append((len(basic(f)), f, canon, spec))
+                    if (spec.type == "categorical" and normalize_boolean(f) is None
+                            and f.isalpha() and len(f) >= 4 and not f.endswith("s")):
+                        # "museums", "cinemas": a type asked for in the plural
+                        forms.append((len(basic(f)) + 1, f + "s", canon, spec))
+                    words = basic(f).split()
+                    if spec.type == "categorical" and any(
+                            w.endswith("s") and len(w) > 4 for w in words):
+                        # "King 's Lynn" for "kings lynn": the possessive as tokenised
+                        alt = " ".join(w[:-1] + " s" if w.endswith("s") and len(w) > 4 else w
+                                       for w in words)
+                        forms.append((len(basic(f)), alt, canon, spec))
     by_span: dict[tuple[int, int], tuple[str, list[str]]] = {}
     toks = tokens_with_spans(text)
     bigrams = {t1 + t2: (s1, e2) for (t1, s1, _), (t2, _, e2) in pairwise(toks)}
     for _, f, canon, spec in sorted(forms, key=lambda x: -x[0]):
         hit = find_value(text, f, None)
         if hit is None and len(_compact(f)) >= 8 and _compact(f) in bigrams:
-            # "swimming pool" for the value "swimmingpool"
+            # "swimming pool" for the value "swimmingpool" ("concert halls": "concerthalls")
             b_start, b_end = bigrams[_compact(f)]
             hit = Found(b_start, b_end, _compact(f))
-        if hit is None or not free(hit.start, hit.end):
-            continue
-        span = (hit.start, hit.end)
-        if any(s < span[1] and span[0] < e for s, e in by_span if (s, e) != span):
-            continue
-        value, slots = by_span.setdefault(span, (canon, []))
-        if spec.name not in slots and basic(value) == basic(canon):
-            slots.append(spec.name)
+        found_at = [hit] if hit is not None else []
+        if hit is not None and normalize_boolean(f) is not None:
+            # "free wifi and free parking": every "free" may describe another amenity
+            found_at += _later_hits(text, f, hit.end)
+        for hit in found_at:
+            if not free(hit.start, hit.end):
+                continue
+            span = (hit.start, hit.end)
+            if any(s < span[1] and span[0] < e for s, e in by_span if (s, e) != span):
+                continue
+            value, slots = by_span.setdefault(span, (canon, []))
+            if spec.name not in slots and basic(value) == basic(canon):
+                slots.append(spec.name)
     generic = domain_words(wf)
     cues = slot_cues(wf)
     for (s, e), (value, slots) in sorted(by_span.items()):
@@ -340,14 +396,33 @@ def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
             # to a word of the slot ("free wifi", "parking: no")
             hits = cues.slots_for(near)
             cued = [c for c in slots if hits.get(c)]
+            # "free wifi and free parking": the word right after names the amenity
+            nxt = [t for t, ts, te in toks if ts >= e][:1]
+            right = [c for c in cued if cues.slots_for(nxt).get(c)]
+            cued = right or cued
             if not cued:
                 continue
             if any(normalize_boolean(after.get(c, "")) == truth for c in cued):
                 continue  # "free wifi" recorded as internet=yes
+            if clause_negated(text, s):
+                continue  # "It doesn't need to have free parking": not a wish for it
             add(value, slots, s, e, "categorical",
                 narrowed=_disambiguate(text, s, cued, wf) if len(cued) > 1 else cued)
             continue
         add(value, slots, s, e, "categorical")
+
+
+def _later_hits(text: str, form: str, start: int) -> list[Found]:
+    """The occurrences of `form` in `text` after `start` (at most `_MAX_REPEATS`: a long
+    utterance may repeat a word thousands of times)."""
+    out: list[Found] = []
+    while len(out) < _MAX_REPEATS:
+        hit = find_value(text[start:], form, None)
+        if hit is None:
+            return out
+        out.append(Found(start + hit.start, start + hit.end, hit.key))
+        start += hit.end
+    return out
 
 
 def _compact(value: str) -> str:
@@ -376,8 +451,9 @@ def _other_value_said(text: str, value: str, slots: list[str], wf: Workflow) -> 
         for other in spec.values:
             if basic(other) == basic(value):
                 continue
-            if any(find_value(text, f, None) for f in spec.surface_forms(other)):
-                return True
+            if any(find_value(text, f, None) or find_value(text, f + "s", None)
+                   for f in spec.surface_forms(other)):
+                return True  # "a hotel, no guesthouses"
     return False
 
 
@@ -562,18 +638,35 @@ def _places(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
             add(m.text, cands, m.start, m.end, "place", confidence=conf, narrowed=narrowed)
 
 
-def _demote_competing(found: list[Extraction], wf: Workflow) -> list[Extraction]:
+def _instead(text: str, ex: Extraction) -> bool:
+    """The value is said as a correction: "instead" follows it in its clause."""
+    if ex.end is None:
+        return False
+    rest = _CLAUSE_END.split(text[ex.end:ex.end + 60], maxsplit=1)[0]
+    return bool(re.match(r"\s*(?:\w+\s+){0,2}instead\b", rest, re.IGNORECASE))
+
+
+def _demote_competing(found: list[Extraction], wf: Workflow, text: str = ""
+                      ) -> list[Extraction]:
     """Two different values for one slot in one utterance ("north of the centre",
-    "not Friday, Saturday") leave it open which one the user meant: none is exact.
-    Two spellings of one value ("7pm, so 19:00") are one value."""
+    "not Friday, Saturday") leave it open which one the user meant: none is exact,
+    unless exactly one is said as the correction ("I said cheap, but I want something
+    expensive instead"). Two spellings of one value ("7pm, so 19:00") are one value."""
     per_slot: dict[str, set[str]] = {}
     for ex in found:
         if len(ex.candidates) == 1:
             spec = wf.slots.get(ex.candidates[0])
             key = spec.normalize(ex.value) if spec is not None else basic(ex.value)
             per_slot.setdefault(ex.candidates[0], set()).add(key)
+    corrections: dict[str, list[Extraction]] = {}
+    for ex in found:
+        if len(ex.candidates) == 1 and len(per_slot[ex.candidates[0]]) > 1 and _instead(text, ex):
+            corrections.setdefault(ex.candidates[0], []).append(ex)
     out = []
     for ex in found:
+        if len(ex.candidates) == 1 and corrections.get(ex.candidates[0]) == [ex]:
+            out.append(ex)
+            continue
         if len(ex.candidates) == 1 and len(per_slot[ex.candidates[0]]) > 1:
             ex = Extraction(ex.value, ex.candidates, ex.start, ex.end,
                             min(ex.confidence, 0.6), ex.source, ex.alternatives)

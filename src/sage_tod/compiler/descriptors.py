@@ -1,0 +1,125 @@
+"""Values said as a modifier: "some Chinese food", "it should include wifi".
+
+Two kinds of value are stated by the shape of the phrase rather than by a
+listed value:
+
+* a free slot about food or cuisine with no value list: the word(s) before
+  "food", "cuisine", "restaurant(s)" or after "serves", "specialize in"
+  ("a high-end Mexican restaurant" -> Mexican). Adjectives of quality, price
+  and place are not cuisines ("a great restaurant", "a cheap restaurant").
+  Such a value is likely, not sure, so S2 reads it.
+* a yes/no amenity asked for with a verb of wanting or having ("include wifi",
+  "has free parking", "I need internet"): the amenity slot is "yes". Bare
+  "free wifi" is read by the categorical step already (its synonym "free");
+  this adds the verb forms and every mention, not only the first.
+
+Questions ("do they have free internet?") and negated phrases claim nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sage_tod.compiler.cues import cue_tokens, slot_cues
+from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.turns import Turn
+from sage_tod.text.booleans import normalize_boolean
+from sage_tod.text.match import is_negated
+from sage_tod.text.normalize import basic
+from sage_tod.text.sentences import sentences
+
+_FOOD_SLOT = re.compile(r"\b(?:food|cuisine|cuisines)\b", re.IGNORECASE)
+_BEFORE_HEAD = re.compile(r"\b([A-Za-z]+(?: [A-Za-z]+)?) (?:food|cuisine|restaurants?|dishes)\b")
+_AFTER_VERB = re.compile(r"\b(?:serves|serving|specializes in|specialize in|specialise in"
+                         r"|specialises in|specializing in)\s+([A-Za-z]+(?: [A-Za-z]+)?)")
+_NOT_FOOD = frozenset({
+    "a", "an", "the", "some", "any", "good", "great", "nice", "fancy", "local", "best", "fine",
+    "cheap", "expensive", "moderate", "moderately", "priced", "pricey", "high", "end", "low",
+    "budget", "north", "south", "east", "west", "centre", "center", "central", "that", "this",
+    "of", "for", "in", "to", "at", "other", "another", "same", "particular", "specific", "kind",
+    "type", "sort", "what", "which", "their", "your", "my", "our", "its", "nearby", "popular",
+    "decent", "tasty", "delicious", "new", "different", "serve", "serves", "and",
+    "authentic", "traditional", "really", "very", "little", "small", "big", "lovely",
+    "interesting", "eat", "real", "quality", "top", "rated", "star", "cambridge",
+    "town", "city", "anniversary", "dinner", "lunch", "breakfast", "is", "are", "more",
+    })
+_WANT_AMENITY = re.compile(
+    r"\b(?:with|has|have|having|include|includes|including|included|offer|offers|offering"
+    r"|need|needs|want|wants|require|requires|provide|provides|must have|should have)"
+    r"\s+(?:free\s+|some\s+|a\s+)?(wifi|wi-fi|internet|parking|car park)\b", re.IGNORECASE)
+
+
+_NEGATION = re.compile(r"\b(?:not|no|never|without|nt|n't|dont|doesnt|isnt)\b|n't\b",
+                       re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """A value for `slots` said at [start, end) of u_t."""
+
+    value: str
+    slots: tuple[str, ...]
+    start: int
+    end: int
+    confidence: float
+
+
+def _comparative(word: str) -> bool:
+    """"cheaper", "nicer", "certain": a degree or a determiner, not a cuisine."""
+    w = word.lower()
+    return (len(w) > 4 and w.endswith(("er", "est"))) or w in {"certain", "particular"}
+
+
+def clause_negated(text: str, start: int) -> bool:
+    """A negation in the clause before `start` ("doesn't need to have", "no")."""
+    clause = re.split(r"[,.;:!?]", text[max(0, start - 120):start])[-1]
+    return bool(_NEGATION.search(clause)) or is_negated(text, start)
+
+
+def _food_slots(wf: Workflow) -> list[str]:
+    return [s.name for s in wf.slots.values() if s.type == "free" and not s.values
+            and _FOOD_SLOT.search(f"{s.name} {s.description}")]
+
+
+def _yes_slots(wf: Workflow) -> list[str]:
+    return [s.name for s in wf.slots.values()
+            if s.values and {normalize_boolean(v) for v in s.values} >= {"true", "false"}]
+
+
+def find_descriptors(turn: Turn, wf: Workflow) -> list[Descriptor]:
+    """Cuisines and wanted amenities stated in u_t (not in its questions)."""
+    text = turn.user
+    out: list[Descriptor] = []
+    foods = _food_slots(wf)
+    yes = _yes_slots(wf)
+    cues = slot_cues(wf)
+    for sent in sentences(text):
+        if len(out) >= 8:
+            break  # a long utterance may repeat a phrase thousands of times
+        if sent.text.rstrip().endswith("?"):
+            continue
+        if foods:
+            for pattern in (_BEFORE_HEAD, _AFTER_VERB):
+                for m in pattern.finditer(text, sent.start, sent.end):
+                    words = m.group(1).split()
+                    while words and words[0].lower() in _NOT_FOOD:
+                        words.pop(0)
+                    if not words or any(w.lower() in _NOT_FOOD or _comparative(w)
+                                        for w in words):
+                        continue
+                    value = " ".join(words)
+                    start = m.start(1) + m.group(1).rfind(value)
+                    if clause_negated(text, start):
+                        continue
+                    out.append(Descriptor(basic(value), (foods[0],), start, start + len(value),
+                                          0.8 if len(foods) == 1 else 0.5))
+        if yes:
+            for m in _WANT_AMENITY.finditer(text, sent.start, sent.end):
+                if clause_negated(text, m.start()):
+                    continue  # "it doesn't need to have free parking"
+                hits = cues.slots_for(cue_tokens(m.group(1)))
+                slots = tuple(s for s in yes if hits.get(s))
+                if len(slots) == 1:
+                    out.append(Descriptor("yes", slots, m.start(1), m.end(1), 0.9))
+    return out

@@ -1,0 +1,184 @@
+""""It doesn't matter", "no preference", "any will be fine": the user waives a slot.
+
+A waiver is a value (`dontcare`) the state must record like any other, yet no
+value reader sees it: it names no value, only a slot, and often not even that
+("It doesn't matter to me." answers the agent's last question). This module
+finds the waiver phrase and the slot it is about:
+
+1. a slot named in the same clause ("Area doesn't matter", "I don't care about
+   the star rating as long as it's expensive": the clause ends at "as long as",
+   "but", "just", so "expensive" is not waived);
+2. else the slot the agent just asked about (`agent_acts.request` of the last
+   turn is not in a Turn, so the cue words of the last agent question in
+   h_<t): "What area would you like?" -> "It doesn't matter to me."
+
+A waiver for the one slot the clause names, or the one slot the agent asked
+about, is exact (S1 may decide it); several slots, or a waiver read from the
+agent's question when the clause names something else, are left to S2.
+Nothing is claimed from a question ("does it matter which area?") or for a
+slot s_t already waives.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sage_tod.compiler.cues import cue_tokens, slot_cues
+from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.turns import Turn
+from sage_tod.text.booleans import DONTCARE
+from sage_tod.text.sentences import sentences
+
+# the phrase that waives; written on the folded text (lower case, "n't"/" nt" glued)
+_WAIVER = re.compile(
+    r"\b(?:"
+    r"(?:does|do|did|would|will)(?: not|n't|nt| nt)(?: really)? (?:matter|make a difference)"
+    r"|(?:do|did)(?: not|n't|nt| nt)(?: really)? care"
+    r"|no (?:particular |real |specific |strong )?(?:preference|preferences)"
+    r"|(?:not|n't|nt) (?:really )?(?:picky|particular|fussy|specific|important)"
+    r"|(?:any|anything|anywhere|either|whichever|whatever)(?: one| of them| of those| time)?"
+    r" (?:is|'s|would be|will be|should be|will|would|is just)? ?(?:fine|ok|okay|good|great|do"
+    r"|work|works)"
+    r"|(?:i'm|i am|we're|we are) (?:flexible|open)"
+    r"|any (?:area|part of town|side of town|price|price range|pricerange|type|kind|cuisine"
+    r"|food|star rating|rating|number of stars|time|day)"
+    r")\b(?! (?:after|before|by|around|between|from|until|till|at|on)\b)")
+# a bare "no" / "not really" answering "do you have a preference?" waives the asked slot
+_BARE_NO = re.compile(r"^\s*(?:no|nope|not really|no,? not really|not particularly|none)"
+                      r"\s*(?:[,.!]|$)")
+_PREFERENCE_Q = re.compile(r"\b(?:preference|prefer|particular|specific|in mind)\b")
+# the waiver reaches to the end of its clause, not past a contrast or a condition
+_CLAUSE_CUT = re.compile(r"\b(?:but|as long as|so long as|though|although|just|only|however"
+                         r"|except|i want|i need|i would like|i'd like|we want|we need)\b"
+                         r"|\band\b|[,.;!?]")
+_ASKED_CLAUSE = re.compile(r"[^.!?,]*\?")
+_TIME_WORDS = frozenset({"when", "time", "times", "leave", "arrive", "depart", "departure"})
+
+
+@dataclass(frozen=True)
+class Waiver:
+    """A waiver of `slots` said at [start, end) of u_t."""
+
+    slots: tuple[str, ...]
+    start: int
+    end: int
+    confidence: float
+
+
+def _glue(text: str) -> tuple[str, list[int]]:
+    """`text` lower-cased with " n't" -> "n't" and " 's" -> "'s"; and for each character of
+    the result the offset it came from in `text`."""
+    out: list[str] = []
+    where: list[int] = []
+    low = text.lower()
+    i = 0
+    while i < len(low):
+        if low[i] == " " and (low.startswith(" n't", i) or low.startswith(" 's", i)
+                              or low.startswith(" 're", i) or low.startswith(" 'm", i)):
+            i += 1
+            continue
+        out.append(low[i])
+        where.append(i)
+        i += 1
+    return "".join(out), where
+
+
+def _last_questions(turn: Turn) -> str:
+    """The clauses of the agent's last turn that end in a question mark."""
+    history = turn.history or ()
+    if not history:
+        return ""
+    # the end of the turn, where its questions are (bounded: a turn may be very long)
+    return " ".join(m.group(0) for m in _ASKED_CLAUSE.finditer(history[-1].agent[-400:].lower()))
+
+
+def _pointed(wf: Workflow, text: str, waivable: set[str]) -> tuple[str, ...]:
+    """The slots `text` names most strongly; time slots only when it speaks of time, and of
+    two time slots the one whose own word it says ("when I leave" -> the leave-at slot)."""
+    toks = cue_tokens(text)
+    named = {s: n for s, n in slot_cues(wf).slots_for(toks).items() if s in waivable}
+    timed = {s: n for s, n in named.items() if wf.slots[s].type == "time"}
+    if timed and set(toks) & _TIME_WORDS:
+        named = timed
+        own = {s for s in timed
+               if set(re.findall(r"[a-z]+", f"{s} {wf.slots[s].description}".lower()))
+               & {t[:5] for t in toks if len(t) >= 5} | set(toks) & {"arrive", "leave"}}
+        named = {s: n for s, n in named.items() if s in own} or named
+    else:
+        named = {s: n for s, n in named.items() if wf.slots[s].type != "time"} or named
+    if not named:
+        return ()
+    best = max(named.values())
+    return tuple(sorted(s for s, n in named.items() if n == best))
+
+
+def _waivable(wf: Workflow) -> set[str]:
+    """Slots a user may waive: constraints, not counts of people or stays."""
+    out = set()
+    for name, spec in wf.slots.items():
+        words = set(re.findall(r"[a-z]+", f"{spec.name} {spec.description}".lower()))
+        if spec.type == "number" and words & {"people", "person", "stay", "nights", "guests"}:
+            continue
+        out.add(name)
+    return out
+
+
+_TIME_OF_DAY = frozenset({"early", "earlier", "late", "later", "morning", "afternoon",
+                          "evening", "night", "noon", "midday"})
+
+
+def _qualified(wf: Workflow, slots: tuple[str, ...], rest: str) -> bool:
+    """The words after "but" speak of the waived slot again: its cue words, or a time of
+    day for a time slot."""
+    toks = cue_tokens(rest)
+    hits = slot_cues(wf).slots_for(toks)
+    if any(hits.get(s) for s in slots):
+        return True
+    return bool(set(toks) & _TIME_OF_DAY) and all(wf.slots[s].type == "time" for s in slots)
+
+
+def find_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
+    """The slots u_t waives, with the waiver's span."""
+    text, where = _glue(turn.user)
+    waivable = _waivable(wf)
+    asked = _last_questions(turn)
+    out: list[Waiver] = []
+    for sent in sentences(text):
+        if sent.text.rstrip().endswith("?"):
+            continue  # "does the area matter?", "is any of them fine?": asked, not waived
+        for m in _WAIVER.finditer(text, sent.start, sent.end):
+            if len(out) >= 8:
+                break
+            before = text[max(sent.start, m.start() - 120):m.start()]
+            cut_before = max((c.end() for c in _CLAUSE_CUT.finditer(before)), default=0)
+            after = text[m.end():min(sent.end, m.end() + 120)]
+            cut_after = _CLAUSE_CUT.search(after)
+            clause = (before[cut_before:] + " " + m.group(0) + " "
+                      + (after[:cut_after.start()] if cut_after else after))
+            slots = _pointed(wf, clause, waivable) or _pointed(wf, asked, waivable)
+            if not slots:
+                continue
+            if cut_after and cut_after.group(0) == "but" and _qualified(
+                    wf, slots, after[cut_after.end():]):
+                # "It doesn't really matter but early would be nice" (MultiWOZ val PMUL1712):
+                # the same slot gets a preference at once, so the waiver is not claimed;
+                # "Area doesn't matter, but I'd like it moderate" waives the area
+                continue
+            conf = 0.9
+            out.append(Waiver(slots, where[m.start()], where[m.end() - 1] + 1,
+                              conf if len(slots) == 1 else 0.5))
+        bare = _BARE_NO.match(sent.text)
+        if bare and not out and _PREFERENCE_Q.search(asked):
+            slots = _pointed(wf, asked, waivable)
+            if slots:
+                s0 = sent.start + bare.start()
+                # "No." to "any preference?" waives, yet many annotations keep nothing
+                out.append(Waiver(slots, where[s0], where[sent.start + bare.end() - 1] + 1,
+                                  0.6 if len(slots) == 1 else 0.5))
+    return out
+
+
+def waived_value() -> str:
+    """The value a waiver writes (the MultiWOZ/SGD convention)."""
+    return DONTCARE

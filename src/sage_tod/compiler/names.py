@@ -1,0 +1,176 @@
+"""Names the user types: "a restaurant called Dojo Noodle Bar", "book a table at Royal Spice".
+
+An entity's name is a free value no schema lists (unless the spec carries a
+catalogue, which `_categorical` in extract.py reads), so it is found by the
+words that introduce it: a naming cue ("called", "named", "the name is"), or
+a request about one place ("information on", "directions to", "a reservation
+at", "let's go with"). What follows the cue, up to the clause's end or a word
+that starts a new constituent ("for 2 people", "on Sunday", "please"), is the
+name. In mixed-case text the span must start with a capital: that is what
+makes "at Royal Spice" a name and "at the moment" not. Lower-cased text (the
+output of many MultiWOZ pipelines) has no such evidence, so there only the
+naming cues count, and never exactly.
+
+The name goes to the workflow's one free slot whose name says "name"; a name
+the state holds anywhere (in any spelling that shares a word) is not claimed,
+nor a value another slot lists ("a cheap guesthouse"), nor a town.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sage_tod.compiler.cues import domain_words
+from sage_tod.compiler.offers import name_slot, overlaps
+from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.turns import Turn
+from sage_tod.text.match import find_value
+from sage_tod.text.normalize import basic
+
+# naming cues: what follows is a name whatever its case
+_NAMING = re.compile(r"\b(?:called|named|the name is|its name is|name of it is|it's name is)"
+                     r"\s+(?:the\s+)?", re.IGNORECASE)
+# requests about one place: what follows is a name when it is capitalised
+_ABOUT = re.compile(
+    r"\b(?:information (?:on|about|for)|info (?:on|about)|directions to|details (?:on|about|of)"
+    r"|tell me (?:about|more about)|(?:looking|look) for|find me|find|reservation (?:at|for)"
+    r"|table at|booking at|book(?: me)?(?: a table| a room)? at|go with|try|address (?:of|for)"
+    r"|postcode (?:of|for)|phone number (?:of|for)|heard (?:of|about)|interested in"
+    r"|stay at|eat at|visit|is there an?)\s+(?:the\s+)?", re.IGNORECASE)
+_END = frozenset({"for", "on", "at", "in", "please", "and", "with", "that", "which", "near",
+                  "this", "today", "tonight", "tomorrow", "to", "from", "by", "i", "it", "is",
+                  "are", "was", "there", "as", "also", "so", "but", "or", "if", "because",
+                  "located", "attraction", "restaurant", "hotel", "guesthouse", "a", "an"})
+_NOT_A_NAME = frozenset({"a", "an", "some", "any", "something", "somewhere", "place", "one",
+                         "it", "that", "this", "them", "me", "information", "info", "more",
+                         "you", "your", "my", "train", "taxi", "cab", "hotel", "restaurant",
+                         "attraction", "guesthouse", "table", "room", "reservation", "ticket",
+                         "tickets", "options", "other", "another", "all", "everything",
+                         "there", "i", "cambridge", "town", "the"})
+_CLAUSE = re.compile(r"[,.;:!?()]")
+_WINDOW = 120  # characters a name may span after its cue
+_MAX_NAMES = 8  # names read per utterance (a long utterance may repeat a cue many times)
+# a reply's first word that answers rather than names ("Yes.", "Thanks.", "Great,")
+_REPLY_WORDS = frozenset({"yes", "no", "yeah", "yep", "nope", "sure", "ok", "okay", "thanks",
+                          "thank", "great", "perfect", "hello", "hi", "please", "alright",
+                          "excellent", "wonderful", "fine", "good", "awesome", "cool", "well",
+                          "actually", "oh", "um", "hmm", "sorry", "that", "sounds", "lets",
+                          "let"})
+# words that keep a span going though they are lower case ("Bed and Breakfast", "of")
+_JOINERS = frozenset({"and", "of", "the", "de", "la", "'s", "s", "&"})
+
+
+@dataclass(frozen=True)
+class TypedName:
+    """A name said at [start, end) of u_t for `slot`."""
+
+    slot: str
+    value: str
+    start: int
+    end: int
+    confidence: float
+
+
+def _span_after(text: str, at: int, capitalised: bool) -> tuple[int, int] | None:
+    """The name starting at `at`: up to the clause's end or an ending word; in mixed-case
+    text, only capitalised words (and joiners between them)."""
+    rest = _CLAUSE.split(text[at:at + _WINDOW], maxsplit=1)[0]
+    end = at
+    n_words = 0
+    for m in re.finditer(r"\S+", rest):
+        word = m.group(0)
+        low = word.lower()
+        if capitalised:
+            if not word[0].isupper() and not (n_words and low in _JOINERS):
+                break
+        elif n_words and low in _END:
+            break
+        if low in _END and not n_words:
+            return None
+        n_words += 1
+        end = at + m.end()
+        if n_words >= 6:
+            break
+    if not n_words:
+        return None
+    # trailing joiners ("Bed and") are not part of the name
+    span = text[at:end]
+    words = span.split()
+    while words and words[-1].lower() in _JOINERS:
+        words.pop()
+    if not words:
+        return None
+    return at, at + len(" ".join(words))
+
+
+def find_typed_names(turn: Turn, wf: Workflow) -> list[TypedName]:
+    """Names u_t types for the workflow's name slot."""
+    slot = name_slot(wf)
+    if slot is None:
+        return []
+    text = turn.user
+    mixed = any(c.isupper() for c in text)
+    others = ({basic(f) for sp in wf.slots.values() for v in sp.values
+               for f in sp.surface_forms(v)} | set(domain_words(wf)) | {basic(wf.id)})
+    held = [v for v in (*turn.after().values(), *turn.before().values()) if v]
+    out: list[TypedName] = []
+    seen: set[str] = set()
+    for cue, naming in ((_NAMING, True), (_ABOUT, False)):
+        for m in cue.finditer(text):
+            if len(out) >= _MAX_NAMES:
+                break
+            if not naming and not mixed:
+                continue  # lower-cased text: "looking for a cheap place" is no name
+            # after a naming cue the name runs to the clause's end whatever its case
+            span = _span_after(text, m.end(), capitalised=mixed and not naming)
+            if span is None:
+                continue
+            value = text[span[0]:span[1]]
+            key = basic(value)
+            words = key.split()
+            if (not words or words[0] in _NOT_A_NAME or key in others or key in seen
+                    or any(ch.isdigit() for ch in key)
+                    or (len(words) <= 2 and all(w in others for w in words))):
+                continue
+            if any(overlaps(h, value) for h in held):
+                continue  # the state holds it, perhaps spelt otherwise
+            seen.add(key)
+            # a capitalised name after a naming cue is sure; after a request it is likely;
+            # a lower-case span after a naming cue is a guess
+            capital = value[:1].isupper()
+            conf = 0.9 if naming and capital else 0.8 if capital or naming else 0.6
+            if _offered(turn, value):
+                conf = 0.9  # "Let's go with the Copper Kettle" from the agent's list
+            out.append(TypedName(slot, value, span[0], span[1], conf))
+    picked = _picked(turn, others)
+    if picked is not None and basic(picked[0]) not in seen and not any(
+            overlaps(h, picked[0]) for h in held):
+        out.append(TypedName(slot, picked[0], picked[1], picked[2], 0.9))
+    return out
+
+
+def _offered(turn: Turn, value: str) -> bool:
+    """The agent named `value` in one of its last two turns."""
+    return any(find_value(h.agent, value, None) for h in (turn.history or ())[-2:])
+
+
+def _picked(turn: Turn, others: set[str]) -> tuple[str, int, int] | None:
+    """A reply that opens with a name the agent's last turn listed ("Varsity Restaurant.
+    Please make a reservation ..."): the user picks it."""
+    history = turn.history or ()
+    if not history:
+        return None
+    m = re.match(r"\s*(?:the\s+)?([^,.;:!?]+?)\s*[,.;:!]", turn.user[:_WINDOW])
+    if m is None:
+        return None
+    value = m.group(1)
+    words = basic(value).split()
+    if (not words or len(words) > 6 or words[0] in _NOT_A_NAME or basic(value) in others
+            or words[0] in _REPLY_WORDS or len(basic(value)) < 3
+            or all(w in others for w in words) or not value[:1].isalpha()):
+        return None
+    hit = find_value(history[-1].agent, value, None)
+    if hit is None or not history[-1].agent[hit.start:hit.start + 1].isupper():
+        return None  # only a name the agent wrote as one (capitalised)
+    return value, m.start(1), m.end(1)

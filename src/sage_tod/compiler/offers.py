@@ -1,0 +1,208 @@
+"""Accepting an offer: "Yes, book that one" gives the value the agent just offered.
+
+The value is in h_<t, not in u_t, so no reader of u_t finds it, yet the state
+must record it ("I recommend the Autumn House. Shall I book it?" -> "Yes
+please." -> the hotel's name). This module reads
+
+1. whether u_t accepts: a reply that opens with assent ("yes", "sure",
+   "sounds great", "let's go with that") or asks to book what was offered
+   ("can you book it?"), and does not turn it down ("no", "something else");
+2. what the agent's last turn offered for the workflow's name slot: the span
+   after an offering phrase ("I recommend", "how about", "called", "we only
+   have") up to the next clause word, or a capitalised span. Delexicalised
+   placeholders (`[value_name]`, `[name]`, the outputs of many MultiWOZ systems)
+   are not values and are skipped, as are values of other slots and the
+   workflow's own words ("guesthouse", "restaurant").
+
+Exactly one name offered and a plain acceptance is exact (S1 may decide);
+anything less sure is left to S2. The evidence span is the acceptance in u_t.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sage_tod.compiler.cues import domain_words
+from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.turns import Turn
+from sage_tod.text.normalize import basic
+from sage_tod.text.places import name_spans
+
+_ASSENT = re.compile(
+    r"^\s*(?:yes|yeah|yep|yup|sure|ok|okay|alright|great|perfect|excellent|wonderful|fantastic"
+    r"|that (?:sounds|would be|will be|works|will work|is|'s)|that's|sounds|let's|lets"
+    r"|i'?ll take|i will take|please book|go ahead|book it|book that|book me)\b",
+    re.IGNORECASE)
+_BOOK_IT = re.compile(r"\b(?:book|reserve|booking for|reservation for|reservation at)"
+                      r" (?:it|that|this|that one|this one|them|there)\b", re.IGNORECASE)
+_REFUSE = re.compile(r"\b(?:no|not|n't|nt|another|different|else|other|instead|rather"
+                     r"|actually|cancel|never mind|nevermind)\b", re.IGNORECASE)
+_OFFERING = re.compile(
+    r"\b(?:recommend|recommending|suggest|suggesting|how about|what about|try|called|named"
+    r"|i have|we have|we only have|there is|there's|i found|found|book you (?:a table |a room )?at"
+    r"|check out|would love|will love|would enjoy|might like|might enjoy)\s+(?:the\s+)?",
+    re.IGNORECASE)
+# the agent's turn proposes something the user can take (not "anything else?")
+_OFFER_QUESTION = re.compile(
+    r"\b(?:would you like|shall i|should i|can i book|may i book|do you want|want me to"
+    r"|does that|would that|will that|is that|how about|what about|interested|sound good"
+    r"|sounds good|recommend|suggest|like me to|like to book|like to reserve|care to"
+    r"|can we book|shall we|should we|would love|will love|would enjoy)\b",
+    re.IGNORECASE)
+# a proposal the user can take as it stands: "how about X?", "would that work for you?"
+_PROPOSAL = re.compile(r"\b(?:how about|what about|would that|does that|will that|is that ok"
+                       r"|sound|work for you)\b", re.IGNORECASE)
+# a recommendation is taken by an assent that judges it ("That sounds great"), not by a
+# "yes" that may answer the agent's last question ("Anything else?" - "Yes, a train")
+_RECOMMENDS = re.compile(r"\b(?:recommend|suggest|would love|will love|would enjoy)\b",
+                         re.IGNORECASE)
+_JUDGES = re.compile(r"^\s*(?:(?:okay|ok|yes|great|oh)\s*,?\s*)?(?:that|this|it|which)?\s*(?:'s|is|"
+                     r"sounds|would be|will be|seems)\s+(?:really\s+|very\s+|just\s+)?"
+                     r"(?:great|good|perfect|fine|lovely|wonderful|nice|excellent|fantastic"
+                     r"|amazing|interesting|fun)\b", re.IGNORECASE)
+_BOOKING_WORDS = re.compile(r"\b(?:book|reserve|reservation|booking|table for|room for)\b",
+                            re.IGNORECASE)
+# a capitalised span that names a street, a code or a sum, not an entity
+_NOT_AN_ENTITY = re.compile(r"\b(?:road|street|st|lane|way|avenue|ave|hill|square|park street"
+                            r"|gbp|pounds|postcode|tr\d+)\b", re.IGNORECASE)
+_STOP = frozenset({"in", "on", "at", "is", "it", "its", "which", "that", "located", "for",
+                   "with", "serving", "serves", "they", "would", "has", "offers",
+                   "near", "does", "do", "if", "as", "but", "or", "to", "you", "can", "will",
+                   "could", "should", "there", "are", "was", "by", "from", "of"})
+_NOT_A_NAME = frozenset({"a", "an", "some", "several", "many", "one", "two", "three", "no",
+                         "any", "lots", "plenty", "options", "option", "listing", "listings",
+                         "place", "places", "information", "info", "reference", "booking",
+                         "free", "more", "other", "another", "your", "you", "it", "that",
+                         "them", "this", "these", "those", "nothing", "none", "all", "each",
+                         "available", "great", "good", "nice", "i", "to", "booked", "book",
+                         "reservation", "stay", "what", "which", "who", "how", "number", "for",
+                         "shorter", "found", "located"})
+_MAX_OFFERS = 8  # offering phrases read per agent turn
+_TOWNS = frozenset({"cambridge", "london", "city centre", "centre"})
+_PLACEHOLDER = re.compile(r"\[[^\]]*\]")
+_CLAUSE = re.compile(r"[,.;:!?()]")
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """u_t accepts `value`, which the last agent turn offered for `slot`."""
+
+    slot: str
+    value: str
+    start: int
+    end: int
+    confidence: float
+
+
+def accepts(user: str) -> tuple[int, int] | None:
+    """The span of u_t that accepts an offer, or None."""
+    first = _CLAUSE.split(user, maxsplit=1)[0]
+    m = _ASSENT.match(user)
+    if m and not _REFUSE.search(first[m.end():]):
+        return m.start(), m.end()
+    b = _BOOK_IT.search(user)
+    if b and not _REFUSE.search(user[max(0, b.start() - 30):b.start()]):
+        return b.start(), b.end()
+    return None
+
+
+def name_slot(wf: Workflow) -> str | None:
+    """The workflow's free slot that names the entity ("hotel-name", "restaurant_name")."""
+    names = [s.name for s in wf.slots.values() if s.type == "free"
+             and "name" in re.findall(r"[a-z]+", s.name.lower())]
+    return names[0] if len(names) == 1 else None
+
+
+def _others(wf: Workflow) -> set[str]:
+    """Words that are values of other slots or the task's own words, never a name alone."""
+    out = {basic(f) for sp in wf.slots.values() for v in sp.values for f in sp.surface_forms(v)}
+    return out | set(domain_words(wf)) | {basic(wf.id)}
+
+
+def _clean(span: str, others: set[str]) -> str | None:
+    words = span.split()
+    while words and words[-1].lower() in _STOP:
+        words.pop()
+    if not words or words[0].lower() in _NOT_A_NAME or len(words) > 6:
+        return None
+    if any(ch.isdigit() for ch in " ".join(words)) or words[0].lower().endswith("ing"):
+        return None  # an address, a code, "checking out the architecture"
+    if all(basic(w) in others for w in words):
+        return None  # "the architecture", "cheap guesthouse": values of other slots
+    value = " ".join(words)
+    return None if basic(value) in others or not basic(value) else value
+
+
+def offered_names(agent: str, wf: Workflow) -> list[str]:
+    """The names the agent's turn offers, in order, each once."""
+    text = _PLACEHOLDER.sub(" , ", agent)
+    others = _others(wf)
+    found: dict[str, str] = {}
+    for n, m in enumerate(_OFFERING.finditer(text)):
+        if n >= _MAX_OFFERS:
+            break
+        rest = _CLAUSE.split(text[m.end():m.end() + 120], maxsplit=1)[0]
+        words: list[str] = []
+        for w in rest.split():
+            if w.lower() in _STOP and words:
+                break
+            words.append(w)
+        value = _clean(" ".join(words), others)
+        if value:
+            found.setdefault(basic(value), value)
+    for span in name_spans(text)[:_MAX_OFFERS]:
+        value = _clean(span.text, others)
+        # a capitalised span counts only as "the X" ("the Autumn House is ...")
+        if (value and span.before and span.before[-1] == "the" and len(value) > 2
+                and not value.isupper() and not _NOT_AN_ENTITY.search(value)
+                and basic(value) not in _TOWNS
+                and not any(basic(value) in k or k in basic(value) for k in found)):
+            found.setdefault(basic(value), value)
+    return list(found.values())
+
+
+def overlaps(held: str, offered: str) -> bool:
+    """The held value and the offered one share a word, or one is the other unspaced."""
+    a, b = basic(held), basic(offered)
+    generic = {"the", "restaurant", "hotel", "guest", "house", "guesthouse", "college", "of",
+               "and", "cambridge"}
+    return (a.replace(" ", "") in b.replace(" ", "") or b.replace(" ", "") in a.replace(" ", "")
+            or bool((set(a.split()) & set(b.split())) - generic))
+
+
+def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
+    """The name u_t accepts from the last agent turn, or None."""
+    history = turn.history or ()
+    slot = name_slot(wf)
+    if not history or slot is None:
+        return None
+    agent = history[-1].agent
+    if not _OFFER_QUESTION.search(agent):
+        return None  # nothing proposed ("Booking was successful. Anything else?")
+    span = accepts(turn.user)
+    plain = span is not None
+    if span is None:
+        # "Please book it for Saturday, 2 people" after "Would you like to book it?": an
+        # acceptance too, but the user may be booking something else
+        b = _BOOKING_WORDS.search(turn.user)
+        if b is None or not _BOOKING_WORDS.search(agent) or _REFUSE.search(turn.user):
+            return None
+        span = b.start(), b.end()
+    names = offered_names(agent, wf)
+    if len(names) != 1:
+        return None  # nothing offered, or several: which one is taken is not said
+    held = turn.after().get(slot)
+    if held and overlaps(held, names[0]):
+        return None  # s_t records it, in another spelling ("pizza hut fenditton")
+    # a plain "yes" to booking the one name offered, or to a proposal ("How about X?",
+    # "Would that work for you?"): sure. Anything less ("Would you like the address?" -
+    # "Yes"; a booking request that does not say yes) is not claimed: S2 reads u_t
+    # alone, which cannot show what was offered
+    booked = bool(_BOOK_IT.search(turn.user)) and not _REFUSE.search(turn.user[:span[0]])
+    proposal = (_BOOKING_WORDS.search(agent) or _PROPOSAL.search(agent)
+                or (_RECOMMENDS.search(agent) and _JUDGES.match(turn.user)))
+    if not (plain and proposal) and not booked:
+        return None  # "Can you book it please?" takes "You would love the X" too
+    conf = 0.9
+    return Acceptance(slot, names[0], span[0], span[1], conf)

@@ -1,0 +1,393 @@
+"""IUV extraction rules of issue 13 phase B, each on a real utterance.
+
+Utterances are quoted from MultiWOZ 2.1 (MIT licence) dialogues among the 199
+set aside for development in `$SAGE_TOD_DATA/mwzeval/dev_dialogues.json`, as the
+natural-failure slice carries them (corpus user turn, the corpus agent turn
+before it; system outputs where a test is about placeholders). Each test names
+its dialogue and turn index, and each fails without the rule it is about.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sage_tod.compiler.compile import compile_turn
+from sage_tod.compiler.context import make_context
+from sage_tod.compiler.dontcare import find_waivers
+from sage_tod.compiler.extract import EXACT, Extraction, extract_user_values
+from sage_tod.compiler.offers import find_acceptance, offered_names
+from sage_tod.contracts.criteria import FailureClass, IUVArgs
+from sage_tod.contracts.spec import SpecBundle, Workflow, parse_spec
+from sage_tod.contracts.turns import Turn, parse_turn
+
+_AREAS = ["centre", "east", "north", "south", "west"]
+_YES_NO: dict[str, Any] = {"type": "categorical", "values": ["no", "yes"],
+                           "synonyms": {"yes": ["free"]}}
+# the MultiWOZ slots the tests need, with the descriptions of the generated spec
+# (`sage-tod slices natural` writes it; cue words come from the descriptions)
+SPEC: dict[str, Any] = {"workflows": [
+    {"id": "hotel", "slots": [
+        {"name": "hotel-pricerange", "description": "price budget of the hotel",
+         "type": "categorical", "values": ["expensive", "cheap", "moderate"]},
+        {"name": "hotel-type", "description": "what is the type of the hotel",
+         "type": "categorical", "values": ["guesthouse", "hotel"]},
+        {"name": "hotel-parking", "description": "whether the hotel has parking", **_YES_NO},
+        {"name": "hotel-bookday", "description": "day of the hotel booking", "type": "date"},
+        {"name": "hotel-bookpeople", "description": "number of people for the hotel booking",
+         "type": "number"},
+        {"name": "hotel-bookstay", "description": "length of stay at the hotel",
+         "type": "number"},
+        {"name": "hotel-stars", "description": "star rating of the hotel", "type": "number"},
+        {"name": "hotel-internet", "description": "whether the hotel has internet", **_YES_NO},
+        {"name": "hotel-name", "description": "name of the hotel", "type": "free"},
+        {"name": "hotel-area", "description": "area or place of the hotel",
+         "type": "categorical", "values": _AREAS}]},
+    {"id": "restaurant", "slots": [
+        {"name": "restaurant-pricerange", "description": "price budget for the restaurant",
+         "type": "categorical", "values": ["cheap", "expensive", "moderate"]},
+        {"name": "restaurant-area", "description": "area or place of the restaurant",
+         "type": "categorical", "values": _AREAS},
+        {"name": "restaurant-food", "description": "the cuisine of the restaurant you are "
+         "looking for", "type": "free"},
+        {"name": "restaurant-name", "description": "name of the restaurant", "type": "free"},
+        {"name": "restaurant-bookday", "description": "day of the restaurant booking",
+         "type": "date"},
+        {"name": "restaurant-bookpeople", "description": "how many people for the restaurant "
+         "reservation", "type": "number"},
+        {"name": "restaurant-booktime", "description": "time of the restaurant booking",
+         "type": "time"}]},
+    {"id": "train", "slots": [
+        {"name": "train-arriveby", "description": "arrival time of the train", "type": "time"},
+        {"name": "train-departure", "description": "departure location of the train",
+         "type": "categorical", "values": ["cambridge", "kings lynn", "london kings cross"]},
+        {"name": "train-day", "description": "day of the train", "type": "date"},
+        {"name": "train-bookpeople", "description": "how many train tickets you need",
+         "type": "number"},
+        {"name": "train-leaveat", "description": "leaving time for the train", "type": "time"},
+        {"name": "train-destination", "description": "destination of the train",
+         "type": "categorical", "values": ["cambridge", "kings lynn", "london kings cross"]}]},
+    {"id": "attraction", "slots": [
+        {"name": "attraction-area", "description": "area to search for attractions",
+         "type": "categorical", "values": _AREAS},
+        {"name": "attraction-name", "description": "name of the attraction", "type": "free"},
+        {"name": "attraction-type", "description": "type of the attraction",
+         "type": "categorical", "values": ["boat", "college", "concerthall", "museum",
+                                           "nightclub", "swimmingpool"]}]},
+]}
+
+
+def _spec() -> SpecBundle:
+    return parse_spec(SPEC)
+
+
+def _wf(name: str) -> Workflow:
+    wf = _spec().workflow(name)
+    assert wf is not None
+    return wf
+
+
+def _turn(wf: str, user: str, agent_before: str = "", state: dict[str, str] | None = None
+          ) -> Turn:
+    history = [{"user": "", "agent": agent_before}] if agent_before else []
+    return parse_turn({"dialogue_id": "d", "turn_id": 1, "workflow": wf, "user": user,
+                       "agent": "", "state_before": state or {},
+                       "state_after": state or {}, "history": history}, _spec()).turn
+
+
+def _extract(wf: str, user: str, agent_before: str = "",
+             state: dict[str, str] | None = None) -> list[Extraction]:
+    spec = _spec()
+    turn = _turn(wf, user, agent_before, state)
+    return extract_user_values(turn, _wf(wf), spec)
+
+
+def _by_slot(found: list[Extraction], slot: str) -> list[Extraction]:
+    return [e for e in found if slot in e.candidates]
+
+
+# -- 1. waivers -> dontcare ---------------------------------------------------------------
+
+def test_waiver_names_its_slot_in_the_clause() -> None:
+    # MUL0144 turn 4
+    user = "I prefer a guesthouse , and I need someplace cheap , please . Area does n't matter ."
+    found = _by_slot(_extract("hotel", user, "What area of town and price range would you "
+                              "prefer ?"), "hotel-area")
+    assert [(e.value, e.exact, e.source) for e in found] == [("dontcare", True, "dontcare")]
+    assert user[found[0].start:found[0].end] == "does n't matter"
+
+
+def test_waiver_answers_the_agents_question() -> None:
+    # PMUL3239 turn 5: no slot word in u_t, the agent asked for the area
+    found = _extract("attraction", "It does n't matter to me .",
+                     "What area would you like the nightclub to be in ?")
+    assert [(e.candidates, e.value, e.exact) for e in found] == [
+        (("attraction-area",), "dontcare", True)]
+
+
+def test_waiver_stops_at_as_long_as() -> None:
+    # MUL0014 turn 1: the stars are waived, the price range is not
+    waivers = find_waivers(_turn("hotel", "I do n't care about the star rating as long as "
+                                 "it 's expensive .", "Would you prefer a 3 or 4 star rated "
+                                 "hotel ?"), _wf("hotel"))
+    assert [w.slots for w in waivers] == [("hotel-stars",)]
+
+
+def test_waiver_stops_at_but() -> None:
+    # MUL2106 turn 6: the location is waived, the price range is asked for
+    waivers = find_waivers(_turn("hotel", "I do n't care about the location , but I would like "
+                                 "to be in the moderate price range .", "Is there any "
+                                 "particular price range or location you need ?"), _wf("hotel"))
+    assert [w.slots for w in waivers] == [("hotel-area",)]
+
+
+def test_waiver_qualified_at_once_is_not_claimed() -> None:
+    # MultiWOZ 2.1 val PMUL1712 turn 3 (the corpus keeps no dontcare); val MUL1078 turn 1
+    # waives the area though "but" follows (the corpus records hotel-area = dontcare)
+    early = find_waivers(_turn("train", "It does n't really matter but early would be nice .",
+                               "How early do you want to leave ? The first train departs at   "
+                               "05:40 and there 's one nearly every hour until 11:40"),
+                         _wf("train"))
+    wifi = find_waivers(_turn("hotel", "It does n't matter , but I would like something with "
+                              "free WiFi .", "There are 19 options that meet your criteria . "
+                              "Let 's narrow it down a bit . What part of town would you like "
+                              "to stay in ?"), _wf("hotel"))
+    assert early == []
+    assert [w.slots for w in wifi] == [("hotel-area",)]
+
+
+def test_waiver_of_a_time_picks_the_time_slot_it_names() -> None:
+    # MUL0498 turn 4: "when I leave" is the leave-at time, not the departure place
+    waivers = find_waivers(_turn("train", "It does n't matter when I leave by .",
+                                 "There are 15 departures with those criteria . When do you "
+                                 "want to leave by ?"), _wf("train"))
+    assert [w.slots for w in waivers] == [("train-leaveat",)]
+
+
+def test_any_time_after_is_a_constraint_not_a_waiver() -> None:
+    # PMUL1812 turn 3
+    waivers = find_waivers(_turn("train", "I can leave any time after 13:45 going to Cambridge "
+                                 ". Will you check the schedule again , please ?",
+                                 "No train leaving kings lynn at 13.45 . Do you want to change "
+                                 "the departure time ?"), _wf("train"))
+    assert waivers == []
+
+
+def test_bare_no_to_a_preference_question_is_a_guess() -> None:
+    # MUL0144 turn 1: "Not really" to "is there any preference on the type of food?"
+    found = _by_slot(_extract("restaurant", "Not really . Just get me a table for   3 on "
+                              "Tuesday at 17:00", "I have several listings available for you "
+                              "to choose from , is there any preference on the type of   food "
+                              "they serve for you ?"), "restaurant-food")
+    assert [(e.value, e.exact) for e in found] == [("dontcare", False)]
+    assert found[0].confidence >= 0.5
+
+
+# -- 2. accepted offers -------------------------------------------------------------------
+
+def test_yes_to_a_proposal_takes_the_offered_name() -> None:
+    # SNG1076 turn 2
+    found = _by_slot(_extract(
+        "attraction", "Yes , that will work great . Can I get their phone number please ?",
+        "Yes , there are 11 museums . I 'd recommend Broughton House Gallery . It 's at 98 King "
+        "Street cb11ln and has free entrance . Would that work for you ?"), "attraction-name")
+    assert [(e.value, e.exact, e.source) for e in found] == [
+        ("Broughton House Gallery", True, "accepted_offer")]
+
+
+def test_yes_to_a_booking_offer_takes_the_name_called() -> None:
+    # MUL0080 turn 1
+    acc = find_acceptance(_turn(
+        "hotel", "Yes . I would like to book for 5 nights starting Tuesday with a total of 6 "
+        "people . Can I have the reference number ?", "There is one guesthouse called Hamilton "
+        "Lodge that is located at 156 Chesterton Road . Would you like to book there ?"),
+        _wf("hotel"))
+    assert acc is not None and (acc.slot, acc.value) == ("hotel-name", "Hamilton Lodge")
+
+
+def test_a_name_with_a_type_word_is_still_a_name() -> None:
+    # PMUL1385 turn 2: "Theatre" is a type value, "Adc Theatre" a name
+    acc = find_acceptance(_turn(
+        "attraction", "Yes , that would be great . Can you give me the phone number , address "
+        ", and postcode . ?", "I have the Adc Theatre on Park Street .   Would that work for "
+        "you ?"), _wf("attraction"))
+    assert acc is not None and acc.value == "Adc Theatre"
+
+
+def test_a_recommendation_judged_good_is_taken() -> None:
+    # PMUL2194 turn 5 (lower-case name after "suggest", no question)
+    acc = find_acceptance(_turn(
+        "attraction", "That sounds great , can I please have their phone number and "
+        "information about their entrance fees ?", "I would suggest holy trinity church ."),
+        _wf("attraction"))
+    assert acc is not None and acc.value == "holy trinity church"
+
+
+def test_book_it_takes_what_the_agent_praised() -> None:
+    # PMUL2917 turn 3
+    acc = find_acceptance(_turn(
+        "hotel", "Can you book it please ?", "Oh , no problem .   You would love the Huntingdon "
+        "Marriott Hotel .   4 stars , expensive , free everything ."), _wf("hotel"))
+    assert acc is not None and acc.value == "Huntingdon Marriott Hotel"
+
+
+def test_a_name_the_state_holds_in_another_spelling_is_not_claimed() -> None:
+    # MUL1189 turn 2 of the corpus has the offer "Autumn House"; here s_t holds it
+    acc = find_acceptance(_turn(
+        "hotel", "Yes please .", "How about the Autumn House ? Would you like to book it ?",
+        {"hotel-name": "autumn house"}), _wf("hotel"))
+    assert acc is None
+
+
+def test_delexicalised_placeholders_are_not_names() -> None:
+    # system outputs of the mwzeval files (DAMD on PMUL3239 turn 5, on MUL0014 turn 1)
+    wf = _wf("hotel")
+    assert offered_names("i would recommend [value_name] in the [value_area] .", wf) == []
+    assert offered_names("[value_name] meets your criteria . would you like me to book you "
+                         "a reservation ?", wf) == []
+
+
+def test_yes_after_anything_else_accepts_nothing() -> None:
+    # PMUL2917 turn 5: nothing is proposed
+    acc = find_acceptance(_turn(
+        "attraction", "Yes . I am also looking for a concert hall to visit in the east .",
+        "Okay , the booking was successful . The reference number is TKFWTSZE . Can I help you "
+        "with anything else ?"), _wf("attraction"))
+    assert acc is None
+
+
+def test_a_statement_after_a_booking_is_no_offer() -> None:
+    # SNG0792 turn 3: the agent proposes nothing, it reports a booking
+    acc = find_acceptance(_turn(
+        "hotel", "Great . What was the reference number for the booking ?",
+        "Sure the Autumn House is a personal favorite . Your booking was successful ."),
+        _wf("hotel"))
+    assert acc is None
+
+
+def test_a_recommendation_without_a_proposal_is_not_taken() -> None:
+    # PMUL4333 turn 4: "yes" answers "anything else?", not the recommendation
+    acc = find_acceptance(_turn(
+        "attraction", "Yes , I need help finding a train . I 'd like to find one from ely on "
+        "saturday .", "I recommend Michaelhouse . Their phone number is 01223309147 . Is there "
+        "anything else you need help with ?"), _wf("attraction"))
+    assert acc is None
+
+
+# -- 3. names, types, places, booleans, cuisines -------------------------------------------
+
+def test_name_after_called_in_lower_case_is_a_guess() -> None:
+    # MUL1417 turn 3
+    found = _by_slot(_extract("restaurant", "Great I also am looking for a restaurant called "
+                              "dojo noodle bar"), "restaurant-name")
+    assert [(e.value, e.exact) for e in found] == [("dojo noodle bar", False)]
+
+
+def test_capitalised_name_after_a_request() -> None:
+    # MUL1620 turn 2 (the agent had named it: the user takes the agent's offer)
+    found = _by_slot(_extract("restaurant", "Can we make a reservation at Royal Spice ?",
+                              "Yes , it is called Royal Spice and is cheaply priced ."),
+                     "restaurant-name")
+    assert [(e.value, e.exact) for e in found] == [("Royal Spice", True)]
+
+
+def test_capitalised_name_not_offered_is_not_exact() -> None:
+    # MUL1620 turn 2 without the agent's turn
+    found = _by_slot(_extract("restaurant", "Can we make a reservation at Royal Spice ?"),
+                     "restaurant-name")
+    assert [(e.value, e.exact) for e in found] == [("Royal Spice", False)]
+
+
+def test_name_picked_from_the_agents_list() -> None:
+    # MUL0260 turn 6
+    found = _by_slot(_extract(
+        "restaurant", "Varsity Restaurant . Please make a reservation for 2 people at 18:15 on "
+        "Wednesday .", "The Varsity Restaurant and Bloomsbury Restaurant are both moderately "
+        "priced international restaurants in the center of town . Would you like a reservation "
+        "at one of these ?"), "restaurant-name")
+    assert [(e.value, e.exact) for e in found] == [("Varsity Restaurant", True)]
+
+
+def test_go_with_a_listed_name() -> None:
+    # MUL1515 turn 4
+    found = _by_slot(_extract(
+        "restaurant", "Lets go with the Copper Kettle .   I 'd like their address as well .",
+        "There are 4 to choose from , The Oak Bistro , The Copper Kettle , Restaurant One "
+        "Seven , and Cotto . Do you have a preference ?"), "restaurant-name")
+    assert [(e.value, e.exact) for e in found] == [("Copper Kettle", True)]
+
+
+def test_plural_types() -> None:
+    # MUL2321 turn 3, PMUL2933 turn 3
+    boats = _by_slot(_extract("attraction", "Any interesting boats on the east side of town ?"),
+                     "attraction-type")
+    halls = _by_slot(_extract("attraction", "Not now . But can you tell me something about "
+                              "concert halls in the west ?"), "attraction-type")
+    assert [e.value for e in boats] == ["boat"]
+    assert [e.value for e in halls] == ["concerthall"]
+
+
+def test_a_hotel_no_guesthouses() -> None:
+    # MUL0113 turn 2
+    found = _by_slot(_extract("hotel", "Not at this time . I am looking for a 3-star hotel , "
+                              "though . No guesthouses ."), "hotel-type")
+    assert [(e.value, e.exact) for e in found] == [("hotel", True)]
+
+
+def test_a_correction_with_instead_wins() -> None:
+    # PMUL2917 turn 2 (DoTS kept cheap)
+    found = _by_slot(_extract("hotel", "Actually , I 'm sorry .   I said I wanted something "
+                              "cheap , but I 'm actually thinking I want something expensive "
+                              "instead ."), "hotel-pricerange")
+    assert {(e.value, e.exact) for e in found} == {("cheap", False), ("expensive", True)}
+
+
+def test_possessive_place_name() -> None:
+    # PMUL1812 turn 0
+    found = _by_slot(_extract("train", "I need a train leaving King 's Lynn after 13:45 ."),
+                     "train-departure")
+    assert [e.value for e in found] == ["kings lynn"]
+
+
+def test_every_free_of_the_utterance_names_its_amenity() -> None:
+    # MUL2228 turn 5
+    user = ("I need to book in of those that has free wifi and free parking . I will to book "
+            "fro 5 people for two nights starting on Sunday .")
+    found = _extract("hotel", user)
+    parking = _by_slot(found, "hotel-parking")
+    assert {e.value for e in parking} == {"yes"}
+    assert {e.value for e in _by_slot(found, "hotel-internet")} == {"yes"}
+    # the second "free" is the parking's
+    assert [e.start for e in parking] == [user.index("free parking")]
+
+
+def test_wanted_amenity_is_exact_and_compiled_so() -> None:
+    # MUL1189 turn 6 (LABES kept internet = no)
+    spec = _spec()
+    user = ("No , but I do need free wifi .   Could you book a room for Wednesday ?   I will "
+            "need it for 4 nights .   I will be alone .")
+    turn = parse_turn({"dialogue_id": "d", "turn_id": 6, "workflow": "hotel", "user": user,
+                       "agent": "", "state_before": {"hotel-internet": "no"},
+                       "state_after": {"hotel-internet": "no"},
+                       "history": [{"user": "", "agent": "I have moderate hotels across "
+                                    "Cambridge do you have an area in mind ?"}]}, spec).turn
+    crits = [c for c in compile_turn(make_context(spec, turn))
+             if c.failure_class == FailureClass.IUV and isinstance(c.args, IUVArgs)
+             and c.args.slot == "hotel-internet"]
+    assert len(crits) == 1 and not crits[0].nlu
+    assert isinstance(crits[0].args, IUVArgs) and crits[0].args.confidence >= EXACT
+
+
+def test_negated_amenity_claims_nothing() -> None:
+    # MUL0014 turn 0
+    found = _extract("hotel", "I 'm looking for a place to stay in the south of town . It does "
+                     "n't need to have free parking .")
+    assert "yes" not in {e.value for e in _by_slot(found, "hotel-parking")}
+
+
+def test_cuisine_before_food() -> None:
+    # PMUL0578 turn 1; MUL0144 turn 0 ("cheaper" is no cuisine)
+    found = _by_slot(_extract("restaurant", "I would like some British food ."),
+                     "restaurant-food")
+    assert [(e.value, e.exact) for e in found] == [("british", False)]
+    assert _by_slot(_extract("restaurant", "I am looking for suggestions for a cheaper "
+                             "restaurant in the center of town ."), "restaurant-food") == []
