@@ -138,7 +138,15 @@ VERDICT_COLUMNS = ("dialogue_id", "turn_id", "workflow", "verdict", "confidence"
 class VerdictParquetWriter:
     """Verdicts to a Parquet file in row groups of ROW_GROUP: memory stays bounded."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, identity: Mapping[str, Any] | None = None, *,
+                 resume: bool = False, overwrite: bool = True) -> None:
+        """Same call as the JSONL `VerdictSink`; a Parquet file is written whole, so
+        `resume` is refused and an existing file is replaced (the CLI asks for
+        --overwrite first). `identity` is not stored in the file."""
+        if resume:
+            raise InputError(path, "--resume needs a JSONL --out (a Parquet file is "
+                                   "written whole)")
+        self.done: set[str] = set()
         self._pa = _pyarrow(path)
         pa = self._pa
         self.path = Path(path)

@@ -207,16 +207,26 @@ def evaluate_ray(turns: Iterable[Turn | TurnRecord | Mapping[str, Any]], spec: S
 
     `cache_path`: the main S2 score cache (default as for the plain engine:
     $SAGE_TOD_NLI_CACHE, else the user cache; 'off' = memory only). Worker caches
-    start as copies of it and are merged back into it when the run ends.
+    start as copies of it and are merged back into it when the run ends. A missing
+    Ray is an `InputError` at the call, not at the first verdict.
     """
+    _ray()
+    return _run(turns, spec, config, options=options, workers=workers, threads=threads,
+                batch_size=batch_size, address=address, staging=staging,
+                cache_path=cache_path)
+
+
+def _run(turns: Iterable[Turn | TurnRecord | Mapping[str, Any]], spec: SpecBundle,
+         config: str, *, options: Mapping[str, Any] | None, workers: int, threads: int,
+         batch_size: int, address: str | None, staging: str | Path | None,
+         cache_path: str | Path | None) -> Iterator[Verdict]:
+    from sage_tod.nli.backend import cores_given
     from sage_tod.nli.embcache import merge_cache_files
     from sage_tod.nli.runtime import cache_location
 
     opts = dict(options or {})
     main_cache = cache_location(cache_path if cache_path is not None
                                 else opts.pop("cache_path", None))
-    from sage_tod.nli.backend import cores_given
-
     init_ray(address, num_cpus=max(cores_given(), max(1, workers) * max(1, threads) + 1))
     own_staging = staging is None
     sdir = Path(tempfile.mkdtemp(prefix="sage-tod-ray-")) if staging is None else Path(staging)
