@@ -28,6 +28,7 @@ from sage_tod.cli.importers import register as register_import
 from sage_tod.cli.llm import llm_app
 from sage_tod.cli.models import calibrate as nli_calibrate
 from sage_tod.cli.models import models_app
+from sage_tod.cli.speed import register as register_speed
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.parquet import VerdictParquetWriter, is_parquet
 from sage_tod.contracts.spec import load_spec
@@ -55,6 +56,7 @@ app.add_typer(llm_app, name="llm", help="LLM endpoints: local server, ping, base
 app.command("calibrate")(nli_calibrate)
 register_import(app)
 app.command("gate")(gate_cmd)
+register_speed(app)
 
 T = TypeVar("T")
 
