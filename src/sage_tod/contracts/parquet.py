@@ -99,11 +99,14 @@ def iter_parquet_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
 
 
 def turn_row(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A turn dict (JSONL form) as a row of the written table: nested fields as JSON."""
+    """A turn dict (JSONL form) as a row of the written table: nested fields as JSON.
+
+    Key order is kept (no sort_keys): the order of a state's slots is the order of
+    the turn's criteria, and so of its verdict."""
     row: dict[str, Any] = {}
     for k, v in obj.items():
         if k in NESTED:
-            row[k] = None if v is None else json.dumps(v, ensure_ascii=False, sort_keys=True)
+            row[k] = None if v is None else json.dumps(v, ensure_ascii=False)
         elif k == "turn_id":
             row[k] = str(v) if not isinstance(v, int) else v
         else:
