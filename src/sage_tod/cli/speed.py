@@ -49,13 +49,13 @@ def bench_speed(
         print(json.dumps({"machine": note, "stages": [r.to_dict() for r in res]}, indent=2))
         return
     table = Table(title=f"{turns.name}: {res[0].turns} turns; {note}")
-    for col in ("stage", "config", "turns/s", "eval s", "model load s", "read s",
-                "peak RSS MB", "runs"):
+    for col in ("stage", "config", "turns/s", "eval s", "eval CPU s", "model load s",
+                "read s", "peak RSS MB", "runs"):
         table.add_column(col, justify="left" if col in ("stage", "config") else "right")
     for r in res:
         table.add_row(r.stage, r.config, f"{r.turns_per_s:,.0f}", f"{r.eval_s:.2f}",
-                      f"{r.load_s:.2f}", f"{r.read_s:.2f}", f"{r.peak_rss_mb:,.0f}",
-                      str(r.runs))
+                      f"{r.cpu_s:.2f}", f"{r.load_s:.2f}", f"{r.read_s:.2f}",
+                      f"{r.peak_rss_mb:,.0f}", str(r.runs))
     out.print(table)
 
 

@@ -9,8 +9,10 @@ own and "cold" really is cold:
 - `warm`: `core` again in a new process over the cache file `cold` filled:
   what a rerun of the same turns (a changed spec, another report) costs.
 
-Turns/s counts evaluation only; loading the models (building the `Evaluator`)
-and reading the file are reported beside it. With `repeats` > 1 each stage
+Turns/s counts evaluation only (wall clock); loading the models (building the
+`Evaluator`) and reading the file are reported beside it, and so are the CPU
+seconds of evaluation (every thread of the process), which other load on the
+machine does not inflate the way it inflates wall time. With `repeats` > 1 each stage
 runs that many times and the medians are reported.
 """
 
@@ -40,6 +42,7 @@ class StageSpeed:
     runs: int
     turns_per_s: float
     eval_s: float
+    cpu_s: float  # CPU seconds of evaluation, all threads: what a busy machine cannot hide
     load_s: float
     read_s: float
     peak_rss_mb: float
@@ -64,11 +67,13 @@ def _one_run(spec: str, turns: str, config: str, cache: str, threads: int | None
     opts: dict[str, Any] = {} if threads is None else {"threads": threads}
     ev = Evaluator(bundle, config, options=opts, batch_size=batch_size)
     t2 = time.perf_counter()
+    c2 = time.process_time()
     n = sum(1 for _ in ev.evaluate(records))
     t3 = time.perf_counter()
+    c3 = time.process_time()
     rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     return {"turns": n, "read_s": t1 - t0, "load_s": t2 - t1, "eval_s": t3 - t2,
-            "rss_mb": rss_kb / 1024.0}
+            "cpu_s": c3 - c2, "rss_mb": rss_kb / 1024.0}
 
 
 def _spawned(*args: Any) -> dict[str, float]:
@@ -105,6 +110,7 @@ def measure(spec: str | Path, turns: str | Path, *, stages: tuple[str, ...] = ST
                 turns=int(rs[0]["turns"]), runs=len(rs),
                 turns_per_s=round(statistics.median(tps), 1),
                 eval_s=round(statistics.median(x["eval_s"] for x in rs), 3),
+                cpu_s=round(statistics.median(x["cpu_s"] for x in rs), 3),
                 load_s=round(statistics.median(x["load_s"] for x in rs), 3),
                 read_s=round(statistics.median(x["read_s"] for x in rs), 3),
                 peak_rss_mb=round(statistics.median(x["rss_mb"] for x in rs), 1),
