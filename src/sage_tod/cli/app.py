@@ -35,7 +35,7 @@ from sage_tod.contracts.spec import load_spec
 from sage_tod.contracts.turns import iter_turns, load_turns, read_gold_labels
 from sage_tod.contracts.verdicts import Verdict, iter_verdicts, read_verdicts, write_verdict
 from sage_tod.evaluation.configs import config_names, get_config
-from sage_tod.evaluation.evaluator import Evaluator
+from sage_tod.evaluation.evaluator import DEFAULT_BATCH_TURNS, Evaluator
 from sage_tod.integrations.gate_cli import gate as gate_cmd
 from sage_tod.outputs.console import err, out
 from sage_tod.outputs.files import check_target, open_lines, write_atomic
@@ -140,7 +140,7 @@ def evaluate(
     resume: Annotated[bool, typer.Option(help="keep verdicts already in --out, do the rest")
                       ] = False,
     overwrite: Annotated[bool, typer.Option(help="replace an existing --out file")] = False,
-    batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = 64,
+    batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = DEFAULT_BATCH_TURNS,
     pc_state: Annotated[str, typer.Option(help="state the PC outcome predicate reads: "
                                                "after (s_t) | before (s_{t-1})")] = "after",
     wnf_state: Annotated[str, typer.Option(help="WNF legality: either (legal under s_{t-1} or "

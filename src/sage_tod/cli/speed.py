@@ -22,7 +22,7 @@ def bench_speed(
     repeats: Annotated[int, typer.Option(help="runs per stage; medians are shown")] = 1,
     threads: Annotated[int | None, typer.Option(
         help="model threads (default $SAGE_TOD_THREADS, else the cores given)")] = None,
-    batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = 64,
+    batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = 256,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Measure each stage in a fresh process; print turns/s, load time and peak RSS."""

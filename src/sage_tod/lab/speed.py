@@ -82,7 +82,7 @@ def _spawned(*args: Any) -> dict[str, float]:
 
 
 def measure(spec: str | Path, turns: str | Path, *, stages: tuple[str, ...] = STAGES,
-            repeats: int = 1, threads: int | None = None, batch_size: int = 64
+            repeats: int = 1, threads: int | None = None, batch_size: int = 256
             ) -> list[StageSpeed]:
     """Measure each stage `repeats` times in fresh processes; medians per stage."""
     unknown = [s for s in stages if s not in STAGES]
