@@ -140,13 +140,26 @@ def model_fingerprint(model: str) -> str:
     p = Path(model)
     if not p.is_dir():
         return "hub:" + model
-    h = hashlib.sha256()
     # the ONNX graph a directory ships is what runs, so it is part of the hash; the claim
     # design (sage_tod_claims.json) changes the claims' text, which the score cache keys
     # on already, so editing it neither re-exports the graph nor reuses a wrong score
     names = sorted(f.name for f in p.iterdir() if f.is_file() and f.suffix in
                    {".json", ".safetensors", ".bin", ".txt", ".model", ".onnx"}
                    and f.name not in {"RESULT.txt", "sage_tod_claims.json"})
+    # hashed once per process while the files are unchanged (the NLI backend, the
+    # paraphrase encoder's ONNX export and its embedding cache all ask)
+    stamp = (str(p.resolve()), tuple((n, (p / n).stat().st_size, (p / n).stat().st_mtime_ns)
+                                     for n in names))
+    if stamp not in _FINGERPRINTS:
+        _FINGERPRINTS[stamp] = _hash_files(p, names)
+    return _FINGERPRINTS[stamp]
+
+
+_FINGERPRINTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
+
+
+def _hash_files(p: Path, names: Sequence[str]) -> str:
+    h = hashlib.sha256()
     for name in names:
         h.update(name.encode() + b"\0")
         with (p / name).open("rb") as fh:
