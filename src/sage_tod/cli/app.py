@@ -28,12 +28,14 @@ from sage_tod.cli.importers import register as register_import
 from sage_tod.cli.llm import llm_app
 from sage_tod.cli.models import calibrate as nli_calibrate
 from sage_tod.cli.models import models_app
+from sage_tod.cli.speed import register as register_speed
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.parquet import VerdictParquetWriter, is_parquet
 from sage_tod.contracts.spec import load_spec
 from sage_tod.contracts.turns import iter_turns, load_turns, read_gold_labels
 from sage_tod.contracts.verdicts import Verdict, iter_verdicts, read_verdicts, write_verdict
 from sage_tod.evaluation.configs import config_names, get_config
-from sage_tod.evaluation.evaluator import Evaluator
+from sage_tod.evaluation.evaluator import DEFAULT_BATCH_TURNS, Evaluator
 from sage_tod.integrations.gate_cli import gate as gate_cmd
 from sage_tod.outputs.console import err, out
 from sage_tod.outputs.files import check_target, open_lines, write_atomic
@@ -54,6 +56,7 @@ app.add_typer(llm_app, name="llm", help="LLM endpoints: local server, ping, base
 app.command("calibrate")(nli_calibrate)
 register_import(app)
 app.command("gate")(gate_cmd)
+register_speed(app)
 
 T = TypeVar("T")
 
@@ -137,7 +140,7 @@ def evaluate(
     resume: Annotated[bool, typer.Option(help="keep verdicts already in --out, do the rest")
                       ] = False,
     overwrite: Annotated[bool, typer.Option(help="replace an existing --out file")] = False,
-    batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = 64,
+    batch_size: Annotated[int, typer.Option(help="turns per cascade batch")] = DEFAULT_BATCH_TURNS,
     pc_state: Annotated[str, typer.Option(help="state the PC outcome predicate reads: "
                                                "after (s_t) | before (s_{t-1})")] = "after",
     wnf_state: Annotated[str, typer.Option(help="WNF legality: either (legal under s_{t-1} or "
@@ -151,16 +154,36 @@ def evaluate(
         help="workflow of each turn: oracle (the turn's `workflow` field) | mpnet "
              "(bi-encoder over workflow descriptions) | llm (LLM picks among the MPNet "
              "top 8)")] = "oracle",
+    engine: Annotated[str, typer.Option(
+        help="plain (this process) | ray (an actor pool on Ray: pip install "
+             "'sage-tod[ray]'; docs/scale.md)")] = "plain",
+    workers: Annotated[int, typer.Option(help="--engine ray: actors, each with its own "
+                                              "models and score cache")] = 2,
+    threads: Annotated[int | None, typer.Option(
+        help="model threads (per worker under --engine ray, default 1 there); default "
+             "$SAGE_TOD_THREADS, else the cores given to the process")] = None,
+    ray_address: Annotated[str | None, typer.Option(
+        help="--engine ray: an existing cluster (default $RAY_ADDRESS, else a local "
+             "instance)")] = None,
 ) -> None:
-    """Evaluate every turn; write one verdict per turn (JSONL), in input order."""
+    """Evaluate every turn; write one verdict per turn (JSONL, or Parquet when --out ends
+    in .parquet), in input order. --turns may be JSONL or Parquet."""
     if pc_state not in {"after", "before"} or wnf_state not in {"either", "before"}:
         err.print("[bold red]error:[/] --pc-state must be after|before and --wnf-state "
                   "either|before")
         raise typer.Exit(2)
+    if engine not in {"plain", "ray"}:
+        err.print(f"[bold red]error:[/] --engine must be plain or ray, got {engine!r}")
+        raise typer.Exit(2)
+    if is_parquet(out_path) and resume:
+        err.print("[bold red]error:[/] --resume needs a JSONL --out (a Parquet file is "
+                  "written whole)")
+        raise typer.Exit(2)
     bundle = _guard(lambda: load_spec(spec))
-    ev = _guard(lambda: Evaluator(
-        bundle, config, batch_size=batch_size,
-        options=_stage_options(nli_model, tau, pc_state=pc_state, wnf_state=wnf_state)))
+    opts = _stage_options(nli_model, tau, pc_state=pc_state, wnf_state=wnf_state,
+                          **({} if threads is None else {"threads": threads}))
+    # under --engine ray the driver's evaluator only fingerprints the run; actors evaluate
+    ev = _guard(lambda: Evaluator(bundle, config, batch_size=batch_size, options=opts))
     _note_missing(ev)
     identity = {"spec_sha256": file_sha256(spec), "turns_sha256": file_sha256(turns),
                 "format": log_format, "route": route,
@@ -182,7 +205,11 @@ def evaluate(
         _, tf = load_log(spec, turns, log_format, skip_invalid)
         records = tf.records
     summary = Summary()
-    with VerdictSink(out_path, identity, resume=resume, overwrite=overwrite) as sink:
+    sink_cls: Any = VerdictParquetWriter if is_parquet(out_path) else VerdictSink
+    if is_parquet(out_path) and out_path.exists() and not overwrite:
+        err.print(f"[bold red]error:[/] {out_path} exists; pass --overwrite to replace it")
+        raise typer.Exit(2)
+    with sink_cls(out_path, identity, resume=resume, overwrite=overwrite) as sink:
         done = sink.done
         if done:
             err.print(f"resuming: {len(done)} turn(s) already in {out_path}")
@@ -193,7 +220,15 @@ def evaluate(
         if route != "oracle":
             todo = _routed(ev.spec, list(todo), route, _stage_options(nli_model, tau))
         total = 0 if quiet or not err.is_terminal else max(0, _count_lines(turns) - len(done))
-        for v in _progress_iter(ev.evaluate(todo), total, quiet):
+        if engine == "ray":
+            from sage_tod.evaluation.ray_engine import evaluate_ray
+
+            verdicts = _guard(lambda: evaluate_ray(
+                todo, bundle, config, options=opts, workers=workers, threads=threads or 1,
+                batch_size=batch_size, address=ray_address))
+        else:
+            verdicts = ev.evaluate(todo)
+        for v in _progress_iter(verdicts, total, quiet):
             if reproducible:
                 v = v.model_copy(update={"latency_ms": 0.0})
             sink.write(v)

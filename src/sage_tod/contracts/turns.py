@@ -230,11 +230,17 @@ def iter_turn_lines(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
     Lines are decoded one at a time, so a line that is not UTF-8 is an error
     on that line (skippable with --skip-invalid), not on the whole file; the
     JSON reader is bounded (`contracts.safejson`: depth, number size, NaN,
-    lone surrogates).
+    lone surrogates). A Parquet file (by its suffix) yields its rows the same way
+    (contracts/parquet.py).
     """
     p = Path(path)
     if p.is_dir():
         raise InputError(p, "is a directory, not a turns file")
+    if p.suffix.lower() in (".parquet", ".pq"):
+        from sage_tod.contracts.parquet import iter_parquet_rows
+
+        yield from iter_parquet_rows(p)
+        return
     try:
         fh = p.open("rb")
     except FileNotFoundError:

@@ -112,11 +112,15 @@ def iter_verdicts(path: str | Path) -> Iterator[Verdict]:
     """Read a verdicts file; a bad line raises `InputError` naming line and field.
 
     Lines are decoded one by one and parsed by the bounded JSON reader, so a
-    non-UTF-8 byte, NaN, a huge number or deep nesting is a located error.
+    non-UTF-8 byte, NaN, a huge number or deep nesting is a located error. A
+    Parquet file (by its suffix) is read from its `json` column the same way.
     """
     p = Path(path)
     if p.is_dir():
         raise InputError(p, "is a directory, not a verdicts file")
+    if p.suffix.lower() in (".parquet", ".pq"):
+        yield from _parquet_verdicts(p)
+        return
     try:
         fh = p.open("rb")
     except FileNotFoundError:
@@ -143,6 +147,25 @@ def iter_verdicts(path: str | Path) -> Iterator[Verdict]:
                 err = exc.errors()[0]
                 loc = ".".join(str(x) for x in err["loc"])
                 raise InputError(p, err["msg"], line=n, field=loc or None) from None
+
+
+def _parquet_verdicts(p: Path) -> Iterator[Verdict]:
+    """The verdicts of a Parquet verdicts table (contracts/parquet.py), row by row."""
+    from sage_tod.contracts.parquet import iter_verdict_json
+
+    for n, text in iter_verdict_json(p):
+        try:
+            obj = parse_json(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(p, f"malformed JSON: {exc.msg}", line=n) from None
+        except UnsafeDocument as exc:
+            raise InputError(p, str(exc), line=n) from None
+        try:
+            yield Verdict.model_validate(obj)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(x) for x in err["loc"])
+            raise InputError(p, err["msg"], line=n, field=loc or None) from None
 
 
 def read_verdicts(path: str | Path) -> list[Verdict]:

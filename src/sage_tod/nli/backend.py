@@ -34,7 +34,7 @@ Probs = tuple[float, float, float]  # p(entailment), p(neutral), p(contradiction
 
 DEFAULT_MAX_LENGTH = 128
 DEFAULT_BATCH = 32
-DEFAULT_THREADS = 2
+DEFAULT_THREADS = 2  # the torch fallback when nothing says otherwise
 BACKENDS = ("auto", "onnx", "onnx-int8", "torch")
 
 
@@ -65,11 +65,70 @@ class LabelMap:
         return LabelMap(found["entail"], found["neutral"], found["contra"])
 
 
+def cores_given() -> int:
+    """CPUs this process may run on (taskset, cgroup cpusets, Ray's per-actor share)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def threads_from_env(threads: int | None) -> int:
+    """Model threads: the argument, $SAGE_TOD_NLI_THREADS, $SAGE_TOD_THREADS, else the
+    cores given to the process (at most 8: a MiniLM on one short batch stops scaling
+    before that). ONNX Runtime ignores OMP_NUM_THREADS, so this is the one knob."""
     if threads is not None:
         return max(1, int(threads))
-    env = os.environ.get("SAGE_TOD_NLI_THREADS")
-    return max(1, int(env)) if env else DEFAULT_THREADS
+    for name in ("SAGE_TOD_NLI_THREADS", "SAGE_TOD_THREADS"):
+        env = os.environ.get(name, "").strip()
+        if env:
+            return max(1, int(env))
+    return min(cores_given(), 8)
+
+
+def ort_session_options(threads: int) -> Any:
+    """ONNX Runtime options: `threads` intra-op threads, sequential, and no spin-waiting
+    (spinning threads burn the cores that other workers or processes need; measured
+    slower under load, docs/results-speed.md; `SAGE_TOD_ORT_SPIN=1` turns it back on)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    spin = "1" if os.environ.get("SAGE_TOD_ORT_SPIN", "0").strip() == "1" else "0"
+    so.add_session_config_entry("session.intra_op.allow_spinning", spin)
+    return so
+
+
+# a batch closes when padding would add more than this share of model tokens
+PAD_SLACK = 0.10
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices grouped into batches of similar length, shortest first.
+
+    Sorted by length, a batch grows while its padded size (longest x count) stays
+    within PAD_SLACK of its real tokens and it holds at most `batch_size` pairs:
+    model time is linear in padded tokens, and the scores do not depend on how
+    pairs are grouped (ONNX Runtime and torch give each row the same numbers
+    whatever its batch and padding; tests/test_speed.py).
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    out: list[list[int]] = []
+    cur: list[int] = []
+    real = 0
+    for i in order:
+        n = lengths[i]
+        if cur and (len(cur) >= batch_size or n * (len(cur) + 1) > (1 + PAD_SLACK) * (real + n)):
+            out.append(cur)
+            cur, real = [], 0
+        cur.append(i)
+        real += n
+    if cur:
+        out.append(cur)
+    return out
 
 
 def model_fingerprint(model: str) -> str:
@@ -81,13 +140,26 @@ def model_fingerprint(model: str) -> str:
     p = Path(model)
     if not p.is_dir():
         return "hub:" + model
-    h = hashlib.sha256()
     # the ONNX graph a directory ships is what runs, so it is part of the hash; the claim
     # design (sage_tod_claims.json) changes the claims' text, which the score cache keys
     # on already, so editing it neither re-exports the graph nor reuses a wrong score
     names = sorted(f.name for f in p.iterdir() if f.is_file() and f.suffix in
                    {".json", ".safetensors", ".bin", ".txt", ".model", ".onnx"}
                    and f.name not in {"RESULT.txt", "sage_tod_claims.json"})
+    # hashed once per process while the files are unchanged (the NLI backend, the
+    # paraphrase encoder's ONNX export and its embedding cache all ask)
+    stamp = (str(p.resolve()), tuple((n, (p / n).stat().st_size, (p / n).stat().st_mtime_ns)
+                                     for n in names))
+    if stamp not in _FINGERPRINTS:
+        _FINGERPRINTS[stamp] = _hash_files(p, names)
+    return _FINGERPRINTS[stamp]
+
+
+_FINGERPRINTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
+
+
+def _hash_files(p: Path, names: Sequence[str]) -> str:
+    h = hashlib.sha256()
     for name in names:
         h.update(name.encode() + b"\0")
         with (p / name).open("rb") as fh:
@@ -197,12 +269,10 @@ class _Base:
         if not pairs:
             return []
         encs = self.tokenizer.encode(pairs)
-        order = sorted(range(len(encs)), key=lambda i: (len(encs[i][0]), i))
         out: list[Probs | None] = [None] * len(encs)
-        bs = max(1, batch_size)
+        batches = length_batches([len(ids) for ids, _ in encs], max(1, batch_size))
         with self._lock:  # one model call at a time: fixed threads, fixed numerics
-            for start in range(0, len(order), bs):
-                idx = order[start:start + bs]
+            for idx in batches:
                 ids, types, mask = pad_batch([encs[i] for i in idx], self.tokenizer.pad_id)
                 probs = softmax_rows(self._logits(ids, types, mask), self.labels)
                 for i, p in zip(idx, probs, strict=True):
@@ -276,11 +346,7 @@ class OnnxBackend(_Base):
         super().__init__(model, max_length, threads)
         self.name = "onnx-int8" if int8 else "onnx"
         path = onnx_path_for(model, self.model_key, int8=int8)
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = threads
-        so.inter_op_num_threads = 1
-        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        so.log_severity_level = 3
+        so = ort_session_options(threads)
         try:
             self.session = ort.InferenceSession(str(path), so,
                                                 providers=["CPUExecutionProvider"])

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.contracts.spec import SlotSpec
+from sage_tod.nli.embcache import EmbeddingCache
 from sage_tod.text.normalize import tokens_with_spans
 
 NGRAM_MAX = 3
@@ -122,10 +123,9 @@ class _OnnxEncoder:
         tok.enable_truncation(max_length=256)
         tok.no_padding()
         self.tok = tok
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = threads
-        so.inter_op_num_threads = 1
-        so.log_severity_level = 3
+        from sage_tod.nli.backend import ort_session_options
+
+        so = ort_session_options(threads)
         self.session = ort.InferenceSession(str(onnx_file), so,
                                             providers=["CPUExecutionProvider"])
 
@@ -157,13 +157,33 @@ class ParaphraseEncoder:
     """
 
     def __init__(self, model_path: str | None = None, threads: int = 2,
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", cache_path: str | Path | None = None) -> None:
         self.model_path = model_path
         self.threads = threads
         self.backend = backend
+        self.cache_path = cache_path
         self._model: _OnnxEncoder | _SentenceTransformerEncoder | None = None
         self._emb: dict[str, Any] = {}
+        self._store: EmbeddingCache | None = None
         self._lock = threading.Lock()
+        self.encoded = 0  # texts the model encoded (not found in memory or on disk)
+
+    def _disk(self) -> EmbeddingCache | None:
+        """The on-disk vectors (none without `cache_path`), opened without loading the
+        model: a warm run never pays for the encoder."""
+        if self.cache_path is None:
+            return None
+        if self._store is None:
+            import importlib.util
+
+            from sage_tod.nli.backend import model_fingerprint
+
+            path = self.model_path or default_model_path()
+            kind = self._model.name if self._model is not None else (
+                "onnx" if self.backend in ("auto", "onnx")
+                and importlib.util.find_spec("onnxruntime") else "sentence-transformers")
+            self._store = EmbeddingCache(f"{model_fingerprint(path)}:{kind}", self.cache_path)
+        return self._store
 
     def _load(self) -> _OnnxEncoder | _SentenceTransformerEncoder:
         if self._model is None:
@@ -186,10 +206,17 @@ class ParaphraseEncoder:
         """Unit vectors per distinct text; each text is encoded once per process."""
         with self._lock:
             todo = sorted({t for t in texts if t not in self._emb})
+            store = self._disk() if todo else None
+            if store is not None:
+                self._emb.update(store.get_many(todo))
+                todo = [t for t in todo if t not in self._emb]
             if todo:
                 vecs = self._load().encode(todo)
-                for t, v in zip(todo, vecs, strict=True):
-                    self._emb[t] = v
+                fresh = {t: v for t, v in zip(todo, vecs, strict=True)}
+                self._emb.update(fresh)
+                self.encoded += len(fresh)
+                if store is not None:
+                    store.put_many(fresh)
             return {t: self._emb[t] for t in texts}
 
 

@@ -11,7 +11,7 @@ import os
 import threading
 from pathlib import Path
 
-from sage_tod.nli.backend import DEFAULT_BATCH, load_backend
+from sage_tod.nli.backend import DEFAULT_BATCH, load_backend, threads_from_env
 from sage_tod.nli.cache import ScoreCache, default_cache_path
 from sage_tod.nli.paraphrase import ParaphraseEncoder
 from sage_tod.nli.resolve import resolve_model
@@ -20,7 +20,7 @@ from sage_tod.nli.scorer import NLIScorer
 ENV_CACHE = "SAGE_TOD_NLI_CACHE"
 _OFF = {"", "none", "off", "memory", ":memory:", "0", "false"}
 _SCORERS: dict[tuple[str, str, str, int, int], NLIScorer] = {}
-_PARA: ParaphraseEncoder | None = None
+_PARAS: dict[tuple[int, str], ParaphraseEncoder] = {}
 _LOCK = threading.Lock()
 
 
@@ -68,10 +68,15 @@ def get_scorer(model: str | None = None, backend: str = "auto",
     return sc, None
 
 
-def get_paraphrase() -> ParaphraseEncoder:
-    """The shared encoder; it loads its weights only when first asked to embed."""
-    global _PARA
+def get_paraphrase(threads: int | str | None = None,
+                   cache_path: str | Path | None = None) -> ParaphraseEncoder:
+    """The shared encoder for a thread count and cache file; it loads its weights only
+    when first asked to embed a text that is not cached."""
+    n = threads_from_env(int(threads) if threads not in (None, "") else None)
+    loc = cache_location(cache_path)
+    key = (n, str(loc))
     with _LOCK:
-        if _PARA is None:
-            _PARA = ParaphraseEncoder()
-        return _PARA
+        enc = _PARAS.get(key)
+        if enc is None:
+            enc = _PARAS[key] = ParaphraseEncoder(threads=n, cache_path=loc)
+        return enc

@@ -485,5 +485,5 @@ def build_s2(options: dict[str, Any]) -> NLIVerifier:
     if str(options.get("paraphrase", "1")).lower() not in ("0", "false", "no", "off"):
         from sage_tod.nli.runtime import get_paraphrase
 
-        para = get_paraphrase()
+        para = get_paraphrase(_opt(options, "threads"), options.get("cache_path"))
     return NLIVerifier(scorer, paraphrase=para, **common)
