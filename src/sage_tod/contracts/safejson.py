@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 MAX_DEPTH = 100  # containers inside containers
@@ -90,3 +92,56 @@ def check_tree(obj: Any) -> None:
                     stack.append((v, depth + 1))
             else:
                 stack.extend((v, depth + 1) for v in value)
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object or `InputError`) for each non-blank line of a JSONL file.
+
+    The one JSON-lines reader (turns, verdicts, imported logs): lines are decoded
+    one at a time, so a line that is not UTF-8 is an error on that line (and
+    `--skip-invalid` can skip it), a byte-order mark on the first line is
+    ignored, and every line goes through `parse_json`'s limits. Problems of a
+    line are yielded, not raised, so the caller decides whether to skip; a file
+    that cannot be opened or read raises.
+    """
+    from sage_tod.contracts.errors import InputError
+
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read file: {exc.strerror or exc}") from None
+    with fh:
+        n = 0
+        while True:
+            try:
+                raw = fh.readline()
+            except OSError as exc:
+                raise InputError(path, f"cannot read file: {exc.strerror or exc}") from None
+            if not raw:
+                break
+            n += 1
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield n, InputError(path, f"not UTF-8 text (byte {exc.start + 1} of the line)",
+                                    line=n)
+                continue
+            if n == 1 and text.startswith("\ufeff"):
+                text = text[1:]  # a byte-order mark some editors write
+            if not text.strip():
+                continue
+            yield n, parse_line(path, n, text)
+
+
+def parse_line(path: Path, n: int, text: str) -> Any:
+    """One JSON line parsed with the limits, or the `InputError` that names its problem."""
+    from sage_tod.contracts.errors import InputError
+
+    try:
+        return parse_json(text)
+    except json.JSONDecodeError as exc:
+        return InputError(path, f"malformed JSON: {exc.msg} (column {exc.colno})", line=n)
+    except UnsafeDocument as exc:
+        return InputError(path, str(exc), line=n)

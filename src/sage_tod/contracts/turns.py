@@ -7,7 +7,6 @@ accident: scoring joins verdicts to gold by (dialogue_id, turn_id).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from pydantic import (
 
 from sage_tod.contracts.criteria import ClassName
 from sage_tod.contracts.errors import InputError, InputProblem
-from sage_tod.contracts.safejson import UnsafeDocument, parse_json
+from sage_tod.contracts.safejson import iter_jsonl
 from sage_tod.contracts.spec import SpecBundle
 from sage_tod.text.normalize import is_unset
 
@@ -241,39 +240,7 @@ def iter_turn_lines(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
 
         yield from iter_parquet_rows(p)
         return
-    try:
-        fh = p.open("rb")
-    except FileNotFoundError:
-        raise InputError(p, "file not found") from None
-    except OSError as exc:
-        raise InputError(p, f"cannot read file: {exc.strerror or exc}") from None
-    with fh:
-        n = 0
-        while True:
-            try:
-                raw = fh.readline()
-            except OSError as exc:
-                raise InputError(p, f"cannot read file: {exc.strerror or exc}") from None
-            if not raw:
-                break
-            n += 1
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield n, InputError(p, f"not UTF-8 text (byte {exc.start + 1} of the line)",
-                                    line=n)
-                continue
-            if n == 1 and text.startswith("\ufeff"):
-                text = text[1:]  # a byte-order mark some editors write
-            if not text.strip():
-                continue
-            try:
-                yield n, parse_json(text)
-            except json.JSONDecodeError as exc:
-                yield n, InputError(p, f"malformed JSON: {exc.msg} (column {exc.colno})",
-                                    line=n)
-            except UnsafeDocument as exc:
-                yield n, InputError(p, str(exc), line=n)
+    yield from iter_jsonl(p)
 
 
 def load_turns_unchecked(path: str | Path) -> list[TurnRecord]:

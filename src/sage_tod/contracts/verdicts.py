@@ -12,7 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from sage_tod.contracts.criteria import FailureClass, Outcome, Span, as_failure_class
 from sage_tod.contracts.errors import InputError
-from sage_tod.contracts.safejson import UnsafeDocument, parse_json
+from sage_tod.contracts.safejson import iter_jsonl, parse_json, parse_line
 
 FORMAT_VERSION = 1
 # a built-in class (IUV, WNF, PC, UV) or a plugin's class name (docs/api.md)
@@ -119,47 +119,15 @@ def iter_verdicts(path: str | Path) -> Iterator[Verdict]:
     if p.is_dir():
         raise InputError(p, "is a directory, not a verdicts file")
     if p.suffix.lower() in (".parquet", ".pq"):
-        yield from _parquet_verdicts(p)
-        return
-    try:
-        fh = p.open("rb")
-    except FileNotFoundError:
-        raise InputError(p, "file not found") from None
-    except OSError as exc:
-        raise InputError(p, f"cannot read file: {exc.strerror or exc}") from None
-    with fh:
-        for n, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InputError(p, "not UTF-8 text", line=n) from None
-            if not text.strip():
-                continue
-            try:
-                obj = parse_json(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(p, f"malformed JSON: {exc.msg}", line=n) from None
-            except UnsafeDocument as exc:
-                raise InputError(p, str(exc), line=n) from None
-            try:
-                yield Verdict.model_validate(obj)
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                loc = ".".join(str(x) for x in err["loc"])
-                raise InputError(p, err["msg"], line=n, field=loc or None) from None
+        from sage_tod.contracts.parquet import iter_verdict_json
 
-
-def _parquet_verdicts(p: Path) -> Iterator[Verdict]:
-    """The verdicts of a Parquet verdicts table (contracts/parquet.py), row by row."""
-    from sage_tod.contracts.parquet import iter_verdict_json
-
-    for n, text in iter_verdict_json(p):
-        try:
-            obj = parse_json(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(p, f"malformed JSON: {exc.msg}", line=n) from None
-        except UnsafeDocument as exc:
-            raise InputError(p, str(exc), line=n) from None
+        lines: Iterator[tuple[int, Any]] = (
+            (n, parse_line(p, n, text)) for n, text in iter_verdict_json(p))
+    else:
+        lines = iter_jsonl(p)
+    for n, obj in lines:
+        if isinstance(obj, InputError):
+            raise obj
         try:
             yield Verdict.model_validate(obj)
         except ValidationError as exc:

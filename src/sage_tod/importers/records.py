@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.safejson import UnsafeDocument, iter_jsonl, parse_json
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,12 @@ def read_document(path: Path) -> Any:
     if not text.strip():
         raise InputError(path, "file is empty")
     try:
-        return json.loads(text)
+        return parse_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"malformed JSON: {exc.msg} (column {exc.colno})",
                          line=exc.lineno) from None
+    except UnsafeDocument as exc:
+        raise InputError(path, str(exc)) from None
 
 
 def is_jsonl(path: Path) -> bool:
@@ -62,25 +65,10 @@ def iter_records(path: Path, top: Any | None = None) -> Iterator[Record]:
     parsed document, when the caller had to look at it first.
     """
     if is_jsonl(path) and top is None:
-        try:
-            fh = path.open(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(path, f"cannot read file: {exc}") from None
-        with fh:
-            idx = 0
-            try:
-                for n, raw in enumerate(fh, start=1):
-                    if not raw.strip():
-                        continue
-                    try:
-                        obj = json.loads(raw)
-                    except json.JSONDecodeError as exc:
-                        raise InputError(path, f"malformed JSON: {exc.msg} (column "
-                                         f"{exc.colno})", line=n) from None
-                    yield Record(obj, idx, n, "")
-                    idx += 1
-            except UnicodeDecodeError:
-                raise InputError(path, "file is not UTF-8 text") from None
+        for idx, (n, obj) in enumerate(iter_jsonl(path)):
+            if isinstance(obj, InputError):
+                raise obj
+            yield Record(obj, idx, n, "")
         return
     doc = read_document(path) if top is None else top
     if isinstance(doc, list):
