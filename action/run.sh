@@ -46,7 +46,7 @@ sage-tod evaluate --spec "$INPUT_SPEC" --turns "$INPUT_TURNS" --out "$verdicts" 
 sage-tod report "$verdicts" --turns "$INPUT_TURNS" --spec "$INPUT_SPEC" --out "$report" --overwrite \
   --title "sage-tod: $(basename "$INPUT_TURNS")"
 
-args=("$verdicts" --turns "$INPUT_TURNS" --summary "$summary" --worst "${INPUT_WORST:-5}")
+args=("$verdicts" --turns "$INPUT_TURNS" --summary "$summary" --overwrite --worst "${INPUT_WORST:-5}")
 [ -n "${INPUT_BASELINE:-}" ] && args+=(--baseline "$INPUT_BASELINE")
 [ -n "${INPUT_MAX_FAILURE_RATE:-}" ] && args+=(--max-failure-rate "$INPUT_MAX_FAILURE_RATE")
 [ -n "${INPUT_MAX_UNDECIDED_RATE:-}" ] && args+=(--max-undecided-rate "$INPUT_MAX_UNDECIDED_RATE")

@@ -152,6 +152,14 @@ def test_cli_exit_codes_summary_file_step_summary_and_outputs(demo_run, tmp_path
     assert r.exit_code == 1
     data = json.loads(r.stdout[: r.stdout.rindex("}") + 1])
     assert data["passed"] is False and data["checks"][0]["name"] == "IUV turns"
+    # an existing summary is not replaced without --overwrite
+    before = summary.read_text(encoding="utf-8")
+    r = runner.invoke(app, ["gate", str(path), "--max-class", "IUV=0", "--summary", str(summary)])
+    assert r.exit_code == 2 and "--overwrite" in r.output
+    assert summary.read_text(encoding="utf-8") == before
+    r = runner.invoke(app, ["gate", str(path), "--max-class", "IUV=0", "--summary", str(summary),
+                            "--overwrite"])
+    assert r.exit_code == 1 and "failed" in summary.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("args, message", [

@@ -18,6 +18,7 @@ from sage_tod.contracts.turns import Gold, Turn, load_turns_unchecked
 from sage_tod.contracts.verdicts import read_verdicts
 from sage_tod.integrations.gate import GateResult, Thresholds, markdown_summary, run_gate
 from sage_tod.outputs.console import err, out
+from sage_tod.outputs.files import check_target, write_atomic
 from sage_tod.outputs.scoring import CLASSES
 
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
@@ -57,7 +58,9 @@ def _write_outputs(result: GateResult, summary: Path | None) -> None:
 
 def _run(verdicts: Path, turns: Path | None, baseline: Path | None, thresholds: Thresholds,
          summary: Path | None, report_link: str | None, worst: int, title: str,
-         as_json: bool) -> GateResult:
+         as_json: bool, overwrite: bool = False) -> GateResult:
+    if summary is not None:  # refuse before any work, as every sage-tod writer does
+        check_target(summary, overwrite=overwrite)
     vs = read_verdicts(verdicts)
     if not vs:
         raise InputError(verdicts, "no verdicts in file")
@@ -72,8 +75,7 @@ def _run(verdicts: Path, turns: Path | None, baseline: Path | None, thresholds: 
     text = markdown_summary(result, turns=by_key, report_link=report_link, worst=worst,
                             title=title)
     if summary is not None:
-        summary.parent.mkdir(parents=True, exist_ok=True)
-        summary.write_text(text, encoding="utf-8")
+        write_atomic(summary, text, overwrite=overwrite)
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if step:
         with open(step, "a", encoding="utf-8") as fh:
@@ -112,6 +114,8 @@ def gate(
     worst: Annotated[int, typer.Option(help="failing turns shown with evidence", min=0)] = 5,
     title: Annotated[str, typer.Option(help="summary heading")] = "sage-tod gate",
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    overwrite: Annotated[bool, typer.Option(
+        help="replace an existing --summary file")] = False,
 ) -> None:
     """Gate a CI job on verdicts: exit 0 pass, 1 a threshold failed, 2 bad input.
 
@@ -124,7 +128,7 @@ def gate(
                                 max_undecided_rate=max_undecided_rate, min_f1=min_f1,
                                 max_regressions=max_regressions)
         result = _run(verdicts, turns, baseline, thresholds, summary, report_link, worst,
-                      title, as_json)
+                      title, as_json, overwrite)
     except InputError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_INPUT) from None
