@@ -48,7 +48,10 @@ def test_uv_unsupported_value_is_not_decided_by_s1(make_turn, ctx_of: Ctx) -> No
 def test_uv_only_for_written_values(make_turn, ctx_of: Ctx) -> None:
     t = make_turn(user="Center is fine", before={"area": "centre", "food": "italian"},
                   after={"area": "Center"})
-    assert compile_turn(ctx_of(t)) == []  # same value under normalisation; deletions no UV
+    # same value under normalisation, and a deletion writes nothing: no UV; the dropped
+    # food the user never took back is an ignored value (tests/test_dropped_values.py)
+    crits = compile_turn(ctx_of(t))
+    assert [c.id for c in crits] == ["IUV:food:italian"]
 
 
 # ---------------------------------------------------------------- IUV

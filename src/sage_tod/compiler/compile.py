@@ -9,6 +9,7 @@ span a verifier needs, and marks which criteria need language understanding
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from sage_tod.compiler.context import TurnContext
@@ -103,6 +104,57 @@ def _iuv(ctx: TurnContext) -> list[Criterion]:
     return out
 
 
+# u_t takes a value back or changes it: a value s_t then drops is no ignored value
+_RETRACTION = re.compile(
+    r"\b(cancel\w*|instead|change|changed|forget|remove|different|another|rather|"
+    r"scratch|not (?:need|want)\w*|(?:do|does|did) ?n'?o?t (?:need|want)|no longer|anymore|"
+    r"any more|never mind|nevermind|actually)\b", re.IGNORECASE)
+
+
+def _dropped(ctx: TurnContext) -> list[Criterion]:
+    """Values s_{t-1} held that s_t drops while u_t neither mentions nor retracts them.
+
+    A published system that forgets the attraction when the user says goodbye, or
+    the hotel when a taxi is booked, ignores a value the user gave earlier: the
+    same failure as IUV, one turn later. A user who takes the value back ("I
+    don't need the hotel after all"), talks about it again, or starts a new
+    search in the turn's own workflow (s_t writes another of its slots) is not
+    ignored, and nothing is compiled.
+    """
+    out: list[Criterion] = []
+    user = ctx.turn.user
+    if _RETRACTION.search(user):
+        return out
+    written = {ch.slot for ch in ctx.diff if ch.new is not None}
+    for ch in ctx.diff:
+        if ch.new is not None or ch.old is None:
+            continue
+        # a new search in this turn's workflow ("a 2 star hotel in the east instead of the
+        # Lensfield") resets the entity it had found: not an ignored value
+        if ch.slot in ctx.workflow.slots and written & ctx.workflow.slots.keys():
+            continue
+        spec = ctx.spec.slot(ch.slot, ctx.workflow)
+        if find_value(user, ch.old, spec) is not None:
+            continue
+        out.append(Criterion(
+            id=f"IUV:{ch.slot}:{ch.old}",
+            failure_class=FailureClass.IUV,
+            args=IUVArgs(slot=ch.slot, candidates=(ch.slot,), value=ch.old,
+                         readings=(ch.old,), confidence=1.0, source="dropped",
+                         state_after={ch.slot: None}),
+            question=(f"s_t-1 holds {ch.old!r} for {ch.slot} and s_t drops it; does u_t leave "
+                      "it standing, so the value is ignored?"),
+            evidence=None,
+            nlu=False,
+            open_class=False,
+        ))
+    return out
+
+
+def _iuv_and_dropped(ctx: TurnContext) -> list[Criterion]:
+    return [*_iuv(ctx), *_dropped(ctx)]
+
+
 def _wnf(ctx: TurnContext) -> list[Criterion]:
     out = []
     requests = detect_requests(ctx.turn, ctx.workflow)
@@ -150,6 +202,8 @@ def _fmt_set(items: Sequence[str]) -> str:
 def _repair_iuv(c: Criterion, ctx: TurnContext) -> str:
     a = c.args
     assert isinstance(a, IUVArgs)
+    if a.source == "dropped":
+        return f"keep value {a.value!r} in slot {a.slot}: u_t does not take it back"
     where = f" (span [{c.evidence.start},{c.evidence.end}] of u_t)" if c.evidence else ""
     slot = a.slot if len(a.candidates) == 1 else " or ".join(a.candidates)
     return f"record value {a.value!r}{where} into slot {slot}"
@@ -175,7 +229,8 @@ def _repair_uv(c: Criterion, ctx: TurnContext) -> str:
 
 # the built-in classes, registered as `sage_tod.criteria` entry points (pyproject.toml)
 UV = CriterionKind("UV", _uv, _repair_uv, "unsupported value: Δ_t writes a value nothing supports")
-IUV = CriterionKind("IUV", _iuv, _repair_iuv, "ignored user value: u_t gives a value s_t drops")
+IUV = CriterionKind("IUV", _iuv_and_dropped, _repair_iuv,
+                    "ignored user value: s_t drops a value u_t gives (or one u_t leaves standing)")
 WNF = CriterionKind("WNF", _wnf, _repair_wnf,
                     "wrong next field: a request the ordering does not allow yet")
 PC = CriterionKind("PC", _pc, _repair_pc,

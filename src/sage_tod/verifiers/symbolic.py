@@ -261,6 +261,10 @@ def _uv(a: UVArgs, ctx: TurnContext) -> Decision:
 def _iuv(a: IUVArgs, ctx: TurnContext) -> Decision:
     cands = a.candidates
     held = {s: ctx.after.get(s) for s in cands}
+    if a.source == "dropped":
+        return Decision(Outcome.TRUE, 1.0,
+                        f"s_t-1 held {a.value!r} for {cands[0]}; s_t drops it and u_t does not "
+                        "take it back")
     if a.confidence >= EXACT and len(cands) == 1:
         now = held[cands[0]]
         state = "unfilled" if now is None else f"holding {now!r}"
