@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import Any
 
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.safejson import UnsafeDocument, parse_json
 
 NESTED = ("state_before", "state_after", "history", "user_values", "agent_acts", "gold",
           "meta")
@@ -68,10 +69,12 @@ def row_to_turn_obj(row: Mapping[str, Any], path: str | Path = "<parquet>",
             continue  # an absent optional field is a null cell
         if k in NESTED and isinstance(v, str):
             try:
-                v = json.loads(v)
+                v = parse_json(v)  # the same limits as a JSONL line (contracts.safejson)
             except json.JSONDecodeError as exc:
                 return InputError(path, f"malformed JSON in column {k}: {exc.msg}",
                                   line=line, field=k)
+            except UnsafeDocument as exc:
+                return InputError(path, f"column {k}: {exc}", line=line, field=k)
         else:
             v = _plain(v)
         if k in _STATES and isinstance(v, dict):
@@ -81,16 +84,21 @@ def row_to_turn_obj(row: Mapping[str, Any], path: str | Path = "<parquet>",
     return obj
 
 
-def iter_parquet_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """(row number from 1, turn dict or InputError) for each row, one batch at a time."""
+def _open_table(path: str | Path) -> tuple[Path, Any]:
+    """The path and its `pyarrow.parquet.ParquetFile`; one-line errors when it is not one."""
     pa = _pyarrow(path)
     p = Path(path)
     if not p.is_file():
         raise InputError(p, "file not found")
     try:
-        pf = pa.parquet.ParquetFile(str(p))
+        return p, pa.parquet.ParquetFile(str(p))
     except (OSError, pa.ArrowException) as exc:
         raise InputError(p, f"not a readable Parquet file: {exc}") from None
+
+
+def iter_parquet_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(row number from 1, turn dict or InputError) for each row, one batch at a time."""
+    p, pf = _open_table(path)
     n = 0
     for batch in pf.iter_batches(batch_size=ROW_GROUP):
         for row in batch.to_pylist():
@@ -195,14 +203,7 @@ class VerdictParquetWriter:
 
 def iter_verdict_json(path: str | Path) -> Iterator[tuple[int, str]]:
     """(row number, verdict JSON line) of a verdicts table."""
-    pa = _pyarrow(path)
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(p, "file not found")
-    try:
-        pf = pa.parquet.ParquetFile(str(p))
-    except (OSError, pa.ArrowException) as exc:
-        raise InputError(p, f"not a readable Parquet file: {exc}") from None
+    p, pf = _open_table(path)
     if "json" not in pf.schema_arrow.names:
         raise InputError(p, "not a verdicts table: no `json` column", field="json")
     n = 0
