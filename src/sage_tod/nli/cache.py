@@ -19,6 +19,10 @@ from pathlib import Path
 from sage_tod.locations import data_home
 from sage_tod.nli.backend import Pair, Probs
 
+# the one definition of the pair-score table (the worker-cache merge creates it too)
+SCORES_TABLE = ("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, "
+                "ent REAL NOT NULL, neu REAL NOT NULL, con REAL NOT NULL)")
+
 log = logging.getLogger("sage_tod.nli")
 
 
@@ -55,8 +59,7 @@ class ScoreCache:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 db = sqlite3.connect(str(self.path), timeout=10.0, check_same_thread=False)
                 db.execute("PRAGMA journal_mode=WAL")
-                db.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, "
-                           "ent REAL NOT NULL, neu REAL NOT NULL, con REAL NOT NULL)")
+                db.execute(SCORES_TABLE)
                 db.commit()
                 self._db = db
             except (OSError, sqlite3.Error) as exc:

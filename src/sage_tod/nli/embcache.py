@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sage_tod.nli.cache import SCORES_TABLE
+
 log = logging.getLogger("sage_tod.nli")
 
 _TABLE = "CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vec BLOB NOT NULL)"
@@ -108,8 +110,7 @@ def merge_cache_files(target: Path, sources: Iterable[Path]) -> int:
     added = 0
     try:
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, "
-                   "ent REAL NOT NULL, neu REAL NOT NULL, con REAL NOT NULL)")
+        db.execute(SCORES_TABLE)
         db.execute(_TABLE)
         for src in sources:
             if not src.is_file():
