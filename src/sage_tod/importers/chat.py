@@ -30,7 +30,7 @@ from sage_tod.compiler.detect import detect_requests
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle, Workflow
 from sage_tod.contracts.turns import Turn
-from sage_tod.importers.base import ImportResult, TurnDict
+from sage_tod.importers.base import ImportResult, Skipped, TurnDict
 
 ROLES = ("user", "assistant", "tool", "system")
 _ROLE_ALIASES = {"developer": "system"}
@@ -338,3 +338,16 @@ def _apply(c: Call, wf: Workflow, spec: SpecBundle, results: Mapping[str, Messag
     if ts.confirms and cur is not None:
         cur.confirm = True
     return rec
+
+
+def add_conversation(result: ImportResult, msgs: Sequence[Message], spec: SpecBundle,
+                     dialogue_id: str, where: str, *, workflow: str | None = None,
+                     meta: Mapping[str, Any] | None = None,
+                     tool_results: bool = False) -> None:
+    """One conversation of a log into `result`: its turns, counted; none is a skipped item."""
+    turns = conversation_turns(msgs, spec, dialogue_id, result, workflow=workflow, meta=meta,
+                               tool_results=tool_results)
+    result.conversations += 1
+    if not turns:
+        result.skipped.append(Skipped(f"{where} ({dialogue_id})", "no user message"))
+    result.turns.extend(turns)

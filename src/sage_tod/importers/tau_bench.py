@@ -22,8 +22,8 @@ from typing import Any
 
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle
-from sage_tod.importers.base import ImportResult, Skipped
-from sage_tod.importers.chat import conversation_turns, parse_messages
+from sage_tod.importers.base import ImportResult
+from sage_tod.importers.chat import add_conversation, parse_messages
 from sage_tod.importers.records import Record, iter_records, read_document
 
 
@@ -77,10 +77,6 @@ def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
         if version == "tau2-bench":
             meta["simulation_id"] = obj.get("id")
             meta["termination_reason"] = obj.get("termination_reason")
-        turns = conversation_turns(msgs, spec, did, res, workflow=workflow, meta=meta,
-                                   tool_results=tool_results)
-        res.conversations += 1
-        if not turns:
-            res.skipped.append(Skipped(f"{rec.where} ({did})", "no user message"))
-        res.turns.extend(turns)
+        add_conversation(res, msgs, spec, did, rec.where, workflow=workflow, meta=meta,
+                         tool_results=tool_results)
     return res
