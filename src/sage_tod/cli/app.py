@@ -451,6 +451,38 @@ def _count_lines(path: Path) -> int:
     return sum(1 for _ in path.open("rb")) if path.exists() else 0
 
 
+@bench_app.command("diff")
+def bench_diff_cmd(
+    before: Annotated[Path, typer.Argument(help="verdicts file, or bench/run directory")],
+    after: Annotated[Path, typer.Argument(help="the same, from the other run")],
+    show: Annotated[int, typer.Option(help="changed turns listed per file")] = 5,
+) -> None:
+    """Compare two runs verdict by verdict (latency_ms ignored); exit 0 when identical,
+    1 when any verdict differs."""
+    from sage_tod.lab.verdict_diff import diff_runs
+
+    diffs = _guard(lambda: diff_runs(before, after))
+    differ = [d for d in diffs if d.changed]
+    for d in differ:
+        out.print(f"{d.name}: {len(d.changed)} of {d.turns} turns differ, "
+                  f"{d.redecided} in a decision, {d.relabelled} in the label",
+                  markup=False, highlight=False)
+        for c in d.changed[:max(0, show)]:
+            what = (f"{c.before} -> {c.after}" if c.before != c.after
+                    else f"{c.before}, differs in {c.field}"
+                    + ("" if c.decided else " (wording/margins only)"))
+            out.print(f"  {c.key}: {what}", markup=False, highlight=False)
+    turns = sum(d.turns for d in diffs)
+    changed = sum(len(d.changed) for d in diffs)
+    out.print(f"{len(diffs)} file(s), {turns} turns compared: "
+              + ("identical" if not differ else
+                 f"{changed} differ in {len(differ)} file(s), "
+                 f"{sum(d.redecided for d in diffs)} in a decision, "
+                 f"{sum(d.relabelled for d in diffs)} in the label"),
+              markup=False, highlight=False)
+    raise typer.Exit(1 if differ else 0)
+
+
 @bench_app.command("report")
 def bench_report_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="benchmark directory")] = Path(

@@ -73,6 +73,7 @@ def cue_tokens(text: str) -> list[str]:
     return _words(text)
 
 
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     for suf in ("ing", "es", "s"):
         if word.endswith(suf) and len(word) - len(suf) >= 4:

@@ -33,6 +33,9 @@ from sage_tod.text.normalize import is_unset, synonym_table
 SlotType = Literal["categorical", "free", "number", "time", "date", "boolean"]
 
 
+_KEYS_MAX = 20_000  # values remembered per slot by `SlotSpec.normalize`
+
+
 class SlotSpec(BaseModel):
     """One slot of the schema S."""
 
@@ -56,17 +59,37 @@ class SlotSpec(BaseModel):
         """basic(surface form) -> canonical value (categorical values and synonyms)."""
         return synonym_table(self.values, self.synonyms)
 
+    @cached_property
+    def _keys(self) -> dict[str, str]:
+        return {}
+
     def normalize(self, value: str) -> str:
-        return normalize_typed(value, self.type, self.table)
+        """The comparison key of `value` for this slot (`text.keys.normalize_typed`),
+        memoised per slot: the diff, S1 and the extractor ask for the same few values
+        again and again."""
+        keys = self._keys
+        key = keys.get(value)
+        if key is None:
+            if len(keys) >= _KEYS_MAX:  # bounded, whatever a long log's values
+                keys.clear()
+            key = keys[value] = normalize_typed(value, self.type, self.table)
+        return key
+
+    @cached_property
+    def _forms(self) -> dict[str, tuple[str, ...]]:
+        return {}
 
     def surface_forms(self, value: str) -> list[str]:
-        """Every way the schema lets `value` be written: itself plus its synonyms."""
-        canon = self.table.get(normalize_typed(value, "free"), value)
-        forms = [value, canon, *self.synonyms.get(canon, ())]
-        seen: dict[str, None] = {}
-        for f in forms:
-            seen.setdefault(f, None)
-        return list(seen)
+        """Every way the schema lets `value` be written: itself plus its synonyms
+        (memoised per slot, like `normalize`)."""
+        known = self._forms.get(value)
+        if known is None:
+            canon = self.table.get(normalize_typed(value, "free"), value)
+            known = tuple(dict.fromkeys([value, canon, *self.synonyms.get(canon, ())]))
+            if len(self._forms) >= _KEYS_MAX:
+                self._forms.clear()
+            self._forms[value] = known
+        return list(known)
 
 
 class _AnyBucket(BaseModel):

@@ -20,7 +20,10 @@ from sage_tod.nli.scorer import NLIScorer
 ENV_CACHE = "SAGE_TOD_NLI_CACHE"
 _OFF = {"", "none", "off", "memory", ":memory:", "0", "false"}
 _SCORERS: dict[tuple[str, str, str, int, int], NLIScorer] = {}
-_PARAS: dict[tuple[int, str], ParaphraseEncoder] = {}
+_PARAS: dict[tuple[int, str, bool], ParaphraseEncoder] = {}
+# S2's paraphrase encoder runs int8 weights unless told otherwise: on every benchmark
+# slice it decided exactly what fp32 decides, 2-3x faster (docs/results-speed.md)
+DEFAULT_PARAPHRASE_INT8 = True
 _LOCK = threading.Lock()
 
 
@@ -69,14 +72,15 @@ def get_scorer(model: str | None = None, backend: str = "auto",
 
 
 def get_paraphrase(threads: int | str | None = None,
-                   cache_path: str | Path | None = None) -> ParaphraseEncoder:
-    """The shared encoder for a thread count and cache file; it loads its weights only
-    when first asked to embed a text that is not cached."""
+                   cache_path: str | Path | None = None,
+                   int8: bool = DEFAULT_PARAPHRASE_INT8) -> ParaphraseEncoder:
+    """The shared encoder for a thread count, cache file and precision; it loads its
+    weights only when first asked to embed a text that is not cached."""
     n = threads_from_env(int(threads) if threads not in (None, "") else None)
     loc = cache_location(cache_path)
-    key = (n, str(loc))
+    key = (n, str(loc), int8)
     with _LOCK:
         enc = _PARAS.get(key)
         if enc is None:
-            enc = _PARAS[key] = ParaphraseEncoder(threads=n, cache_path=loc)
+            enc = _PARAS[key] = ParaphraseEncoder(threads=n, cache_path=loc, int8=int8)
         return enc

@@ -52,25 +52,35 @@ _PARTY_SIZES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
-@lru_cache(maxsize=256)
 def _content_tokens(text: str) -> tuple[tuple[str, int, int], ...]:
     """Tokens without the possessive "s" ("christ 's college" reads as "christ college");
     memoised per text like `tokens_with_spans`."""
-    return tuple((t, a, b) for t, a, b in tokens_with_spans(text)
-                 if not (t == "s" and a > 0 and text[a - 1] in "'\u2019 "
-                         and "'" in fold(text[max(0, a - 2):a])))
+    return _content_index(text)[0]
 
 
-@lru_cache(maxsize=256)
-def _token_index(text: str) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
-    """Positions of each content token and of each first letter: a needle is looked up
-    where its first token can start instead of at every position of a long text."""
+@lru_cache(maxsize=4096)
+def _content_index(text: str) -> tuple[tuple[tuple[str, int, int], ...], dict[str, list[int]]]:
+    """The content tokens of `text` and the positions of each, built in one pass (both
+    are read for every value looked up in the text)."""
+    toks: list[tuple[str, int, int]] = []
     by_token: dict[str, list[int]] = {}
+    for tok in tokens_with_spans(text):
+        t, a, _ = tok
+        if t == "s" and a > 0 and text[a - 1] in "'\u2019 " and "'" in fold(text[max(0, a - 2):a]):
+            continue
+        by_token.setdefault(t, []).append(len(toks))
+        toks.append(tok)
+    return tuple(toks), by_token
+
+
+@lru_cache(maxsize=1024)
+def _initial_index(text: str) -> dict[str, list[int]]:
+    """Positions of the content tokens by first letter: where a fuzzy match may start
+    (built only for texts a fuzzy pass reads)."""
     by_initial: dict[str, list[int]] = {}
-    for i, (t, _, _) in enumerate(_content_tokens(text)):
-        by_token.setdefault(t, []).append(i)
+    for i, (t, _, _) in enumerate(_content_index(text)[0]):
         by_initial.setdefault(t[:1], []).append(i)
-    return by_token, by_initial
+    return by_initial
 
 
 def _one_edit(a: str, b: str) -> bool:
@@ -101,16 +111,16 @@ def _iter_tokens(text: str, needle: list[str], fuzzy: bool = False
     """Every span of `text` whose tokens spell `needle` (or one token joining it)."""
     if not needle:
         return
-    toks = _content_tokens(text)
+    toks, by_token = _content_index(text)
     n = len(needle)
-    by_token, by_initial = _token_index(text)
     if n > 1:  # one written token for the whole value: "nightclubs" for "night club"
         whole = "".join(needle)
         for i in sorted(by_token.get(whole, []) + by_token.get(whole + "s", [])):
             yield toks[i][1], toks[i][2]
     # a fuzzy match may differ in its first token too, but only by a typo, which keeps
     # the first letter (`_same_or_typo`)
-    starts = by_initial.get(needle[0][:1], []) if fuzzy else by_token.get(needle[0], [])
+    starts = (_initial_index(text).get(needle[0][:1], []) if fuzzy
+              else by_token.get(needle[0], []))
     for i in starts:
         if i > len(toks) - n:
             break
@@ -199,26 +209,25 @@ def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = Fals
                       and not any(f.start <= a < f.end for f in dated)]
             if dated:
                 return dated
-    forms: list[list[str]] = []
-    if slot is not None and stype != "date":
-        forms = [basic_tokens(f) for f in slot.surface_forms(value)]
-    else:
-        forms = [basic_tokens(value)]
-    if stype == "free":  # "the Lensfield Hotel" is stated by "Lensfield Hotel" too
-        forms += [f[1:] for f in forms if len(f) > 1 and f[0] in {"the", "a", "an"}]
-        forms += _ampersand_forms(forms)
-    # longest form first so "city centre" wins over "centre"
-    forms = [[t for t in f if t != "s"] or f for f in forms]  # possessives, as in the text
-    for fz in ((False, True) if fuzzy else (False,)):
+    written = (tuple(slot.surface_forms(value)) if slot is not None and stype != "date"
+               else (value,))
+    forms = _match_forms(written, stype == "free")
+    # the fuzzy pass can only add a typo in a long word (`_same_or_typo`): without one it
+    # would repeat the exact pass
+    typo_able = fuzzy and any(len(w) >= 6 and w.isalpha() for f in forms for w in f)
+    for fz in ((False, True) if typo_able else (False,)):
         found: list[Found] = []
-        for form in sorted(forms, key=len, reverse=True):
+        for form in forms:
             found += [Found(a, b, key) for a, b in _iter_tokens(text, form, fuzzy=fz)
                       if not any(f.start <= a and b <= f.end for f in found)]
         if found:
             return found
     if stype == "categorical":  # "a cheaper hotel", "the cheapest one"
-        graded = [Found(a, b, key) for form in forms if len(form) == 1
-                  for tok, a, b in tokens_with_spans(text) if _graded(tok, form[0])]
+        toks, by_token = _content_index(text)  # the possessive "s" is never graded
+        graded = [Found(toks[i][1], toks[i][2], key) for form in forms
+                  if len(form) == 1 and _gradable(form[0])
+                  for i in sorted(by_token.get(form[0] + "er", [])
+                                  + by_token.get(form[0] + "est", []))]
         if graded:
             return graded
     if fuzzy and stype == "free":
@@ -226,9 +235,21 @@ def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = Fals
     return []
 
 
-def _graded(tok: str, word: str) -> bool:
-    """The comparative or superlative of an adjective value ("cheaper" for "cheap")."""
-    return len(word) >= 4 and word.isalpha() and tok in (word + "er", word + "est")
+@lru_cache(maxsize=8192)
+def _match_forms(written: tuple[str, ...], free: bool) -> tuple[list[str], ...]:
+    """The token forms `find_values` looks for, longest first (so "city centre" wins over
+    "centre"); memoised, since the same value is looked up in every text of a history."""
+    forms = [basic_tokens(f) for f in written]
+    if free:  # "the Lensfield Hotel" is stated by "Lensfield Hotel" too
+        forms += [f[1:] for f in forms if len(f) > 1 and f[0] in {"the", "a", "an"}]
+        forms += _ampersand_forms(forms)
+    forms = [[t for t in f if t != "s"] or f for f in forms]  # possessives, as in the text
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
+def _gradable(word: str) -> bool:
+    """A value whose comparative or superlative is read as it ("cheaper" for "cheap")."""
+    return len(word) >= 4 and word.isalpha()
 
 
 def _ampersand_forms(forms: list[list[str]]) -> list[list[str]]:
@@ -256,8 +277,14 @@ def _similar_spans(text: str, needle: list[str]) -> list[tuple[int, int]]:
         return []
     toks = _content_tokens(text)
     out: list[tuple[int, int]] = []
+    matcher = SequenceMatcher(None, "", want)  # seq2 is analysed once, not per window
     for i in range(len(toks) - n + 1):
-        got = " ".join(t for t, _, _ in toks[i:i + n])
-        if got[0] == want[0] and SequenceMatcher(None, got, want).ratio() >= _NAME_RATIO:
+        if toks[i][0][:1] != want[0]:
+            continue
+        matcher.set_seq1(" ".join(t for t, _, _ in toks[i:i + n]))
+        # the two quick ratios are upper bounds of ratio(), and cheap
+        close = (matcher.real_quick_ratio() >= _NAME_RATIO
+                 and matcher.quick_ratio() >= _NAME_RATIO and matcher.ratio() >= _NAME_RATIO)
+        if close:
             out.append((toks[i][1], toks[i + n - 1][2]))
     return out

@@ -57,12 +57,31 @@ def tokens_with_spans(text: str) -> tuple[Token, ...]:
         folded = text.lower()
     out: list[Token] = []
     for m in _TOKEN_RE.finditer(folded):
-        for piece in normalize_token(m.group()).split():
-            out.append((piece, m.start(), m.end()))
+        raw = m.group()
+        pieces = _PIECES.get(raw)
+        if pieces is None:
+            pieces = _pieces(raw)
+        a, b = m.span()
+        for piece in pieces:
+            out.append((piece, a, b))
     return tuple(out)
 
 
-@lru_cache(maxsize=256)
+# raw token -> its normalised pieces ("guesthouse" -> ("guest", "house")): a dialogue
+# corpus has a few thousand distinct words, and each is normalised once, not per mention
+_PIECES: dict[str, tuple[str, ...]] = {}
+_PIECES_MAX = 100_000
+
+
+def _pieces(raw: str) -> tuple[str, ...]:
+    pieces = tuple(normalize_token(raw).split())
+    if len(_PIECES) >= _PIECES_MAX:  # bounded, whatever the input's vocabulary
+        _PIECES.clear()
+    _PIECES[raw] = pieces
+    return pieces
+
+
+@lru_cache(maxsize=4096)
 def _token_ends(text: str) -> tuple[int, ...]:
     return tuple(e for _, _, e in tokens_with_spans(text))
 

@@ -131,7 +131,9 @@ class NLIVerifier:
                 "tau": self.tau, "template": self.template, "window": self.window,
                 "uv_margin": self.uv_margin, "pc_template": self.pc_template,
                 "pc_window": self.pc_window, "pc_state": self.pc_state,
-                "paraphrase": self.paraphrase is not None}
+                "paraphrase": self.paraphrase is not None,
+                **({"paraphrase_int8": True}
+                   if getattr(self.paraphrase, "int8", False) else {})}
 
     def warmup(self) -> None:
         """Load what loads lazily (paraphrase weights, ONNX session) before timing starts."""
@@ -415,8 +417,8 @@ def _choice(options: dict[str, Any], key: str, known: Any, env: str | None = Non
 
 def build_s2(options: dict[str, Any]) -> NLIVerifier:
     """Options: nli_model, tau, cache_path, backend, threads, template, window, uv_margin,
-    pc_template, pc_window, paraphrase (bool), meaning_claims (off or kinds), nli_batch_size,
-    pc_state.
+    pc_template, pc_window, paraphrase (bool), paraphrase_int8 (bool, default on),
+    meaning_claims (off or kinds), nli_batch_size, pc_state.
     Unknown keys are ignored. Every option is checked before a model is loaded or
     exported, so a bad value costs nothing; a model that was named (option or
     $SAGE_TOD_NLI_MODEL) but cannot be found or loaded is an `InputError`, never a silent
@@ -445,6 +447,8 @@ def build_s2(options: dict[str, Any]) -> NLIVerifier:
         meaning = parse_meaning_kinds(None if raw_meaning is None else str(raw_meaning))
     except ValueError as exc:
         raise InputError("<options>", str(exc), field="meaning_claims") from None
+    raw_int8 = _opt(options, "paraphrase_int8", "SAGE_TOD_PARAPHRASE_INT8")
+    para_int8 = None if raw_int8 in (None, "") else _on(raw_int8, "paraphrase_int8")
     pc_state = options.get("pc_state", "after")
     if pc_state not in ("after", "before"):
         raise InputError("<options>", f"pc_state must be after or before, got {pc_state!r}",
@@ -483,7 +487,20 @@ def build_s2(options: dict[str, Any]) -> NLIVerifier:
         "meaning_claims": meaning}
     para = None
     if str(options.get("paraphrase", "1")).lower() not in ("0", "false", "no", "off"):
-        from sage_tod.nli.runtime import get_paraphrase
+        from sage_tod.nli.runtime import DEFAULT_PARAPHRASE_INT8, get_paraphrase
 
-        para = get_paraphrase(_opt(options, "threads"), options.get("cache_path"))
+        para = get_paraphrase(_opt(options, "threads"), options.get("cache_path"),
+                              int8=DEFAULT_PARAPHRASE_INT8 if para_int8 is None else para_int8)
     return NLIVerifier(scorer, paraphrase=para, **common)
+
+
+def _on(value: object, field: str) -> bool:
+    """A yes/no option given as a bool or as text (1/0, true/false, on/off, yes/no)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "on", "yes"):
+        return True
+    if text in ("0", "false", "off", "no"):
+        return False
+    raise InputError("<options>", f"{field} must be on or off, got {value!r}", field=field)

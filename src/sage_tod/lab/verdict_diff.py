@@ -1,0 +1,127 @@
+"""Do two runs give the same verdicts? The check behind every "verdicts unchanged".
+
+A speed or refactoring change must leave every verdict as it was; a quality
+change must say which turns moved. This compares two verdict files (JSONL or
+Parquet) or two `sage-tod bench` directories (every `runs/<slice>/<config>`
+file present in either) turn by turn, keyed by `dialogue_id:turn_id`, with
+`latency_ms` left out (wall time differs on every run). It reports, per file,
+how many turns differ and how many changed their label, with the first few
+changes spelled out (label before → after and the first field that differs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.verdicts import iter_verdicts
+
+IGNORED = ("latency_ms",)
+_SUFFIXES = (".jsonl", ".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class TurnChange:
+    key: str
+    before: str | None  # label, None when the turn is missing on that side
+    after: str | None
+    field: str  # first top-level field that differs ("" when a side is missing)
+    decided: bool = True  # a label, or a criterion's decision or deciding stage, changed
+
+
+@dataclass
+class FileDiff:
+    name: str
+    turns: int
+    changed: list[TurnChange] = field(default_factory=list)
+
+    @property
+    def relabelled(self) -> int:
+        return sum(c.before != c.after for c in self.changed)
+
+    @property
+    def redecided(self) -> int:
+        """Turns where a decision moved, not only a rationale, margin or confidence."""
+        return sum(c.decided for c in self.changed)
+
+
+def _rows(path: Path, ignored: Iterable[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for v in iter_verdicts(path):
+        d = v.to_dict()
+        for k in ignored:
+            d.pop(k, None)
+        key = f"{d['dialogue_id']}:{d['turn_id']}"
+        if key in out:
+            raise InputError(path, f"turn {key} appears twice")
+        out[key] = d
+    return out
+
+
+def _first_field(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
+    return next((k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)), "")
+
+
+def _decisions(d: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    return [(c.get("id"), c.get("decision"), c.get("decided_by"))
+            for c in d.get("criteria", [])]
+
+
+def _decided(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return (a["verdict"] != b["verdict"] or a.get("classes") != b.get("classes")
+            or _decisions(a) != _decisions(b))
+
+
+def diff_files(a: Path, b: Path, name: str = "", ignored: Iterable[str] = IGNORED
+               ) -> FileDiff:
+    """Turn-by-turn differences between two verdict files."""
+    ign = tuple(ignored)
+    ra, rb = _rows(a, ign), _rows(b, ign)
+    out = FileDiff(name or b.name, len(set(ra) | set(rb)))
+    for key in [*ra, *(k for k in rb if k not in ra)]:
+        x, y = ra.get(key), rb.get(key)
+        if x == y:
+            continue
+        out.changed.append(TurnChange(
+            key, None if x is None else x["verdict"], None if y is None else y["verdict"],
+            "" if x is None or y is None else _first_field(x, y),
+            x is None or y is None or _decided(x, y)))
+    return out
+
+
+def _verdict_files(root: Path) -> dict[str, Path]:
+    base = root / "runs" if (root / "runs").is_dir() else root
+    return {str(p.relative_to(base)): p for p in sorted(base.rglob("*"))
+            if p.is_file() and p.suffix.lower() in _SUFFIXES
+            and not p.name.endswith(".meta.json")}
+
+
+def diff_runs(a: Path, b: Path, ignored: Iterable[str] = IGNORED) -> list[FileDiff]:
+    """Two verdict files, or every verdict file of two bench (or plain) directories;
+    a file present on one side only counts every turn of it as changed."""
+    for p in (a, b):
+        if not p.exists():
+            raise InputError(p, "no such file or directory")
+    if a.is_file() and b.is_file():
+        return [diff_files(a, b, b.name, ignored)]
+    if a.is_file() or b.is_file():
+        raise InputError(a if a.is_file() else b,
+                         "compare two files or two directories, not one of each")
+    fa, fb = _verdict_files(a), _verdict_files(b)
+    if not fa and not fb:
+        raise InputError(a, "no verdict files (.jsonl/.parquet) under either directory")
+    out: list[FileDiff] = []
+    for name in sorted(set(fa) | set(fb)):
+        if name in fa and name in fb:
+            out.append(diff_files(fa[name], fb[name], name, ignored))
+            continue
+        present = fa.get(name) or fb[name]
+        rows = _rows(present, tuple(ignored))
+        d = FileDiff(name, len(rows))
+        d.changed = [TurnChange(k, r["verdict"] if name in fa else None,
+                                r["verdict"] if name in fb else None, "") for k, r in rows.items()]
+        out.append(d)
+    return out

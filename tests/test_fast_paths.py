@@ -1,0 +1,141 @@
+"""The S1 speed-ups return what the plain definitions return.
+
+`text.match` memoises per-text token indexes, skips a fuzzy pass that could
+only repeat the exact one, reads graded forms from the index and screens
+near-name windows with SequenceMatcher's quick bounds; `SlotSpec` memoises
+keys and surface forms; the evaluator holds the garbage collector during a
+batch. Each is checked here against the definition it replaces, on generated
+texts, so a shortcut that changes an answer fails.
+"""
+
+from __future__ import annotations
+
+import gc
+from difflib import SequenceMatcher
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sage_tod import demo
+from sage_tod.contracts.spec import SlotSpec, load_spec
+from sage_tod.contracts.turns import load_turns
+from sage_tod.evaluation.evaluator import Evaluator, gc_paused
+from sage_tod.text import match
+from sage_tod.text.keys import normalize_typed
+from sage_tod.text.normalize import basic_tokens, fold, tokens_with_spans
+
+_WORDS = ["caffe", "cafe", "uno", "cheap", "cheaper", "cheapest", "the", "hotel", "lensfield",
+          "lensfeld", "christ", "'s", "college", "north", "centre", "city", "a", "b&b", "and",
+          "guesthouse", "guest", "house", "pizza", "hut", "nightclubs", "night", "club", "s",
+          "cambridge", "cambrige", "artworks", "not", "too", "pricey", "or", "2", "two", "at",
+          "17:15", "5pm", "for", "people", "nights", "expensive"]
+texts = st.lists(st.sampled_from(_WORDS), min_size=0, max_size=14).map(" ".join)
+values = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3).map(" ".join)
+
+
+def _plain_content_tokens(text: str) -> tuple[tuple[str, int, int], ...]:
+    return tuple((t, a, b) for t, a, b in tokens_with_spans(text)
+                 if not (t == "s" and a > 0 and text[a - 1] in "'\u2019 "
+                         and "'" in fold(text[max(0, a - 2):a])))
+
+
+def _plain_similar(text: str, needle: list[str]) -> list[tuple[int, int]]:
+    n, want = len(needle), " ".join(needle)
+    if n < 2 or len(want) < 8:
+        return []
+    toks = _plain_content_tokens(text)
+    out = []
+    for i in range(len(toks) - n + 1):
+        got = " ".join(t for t, _, _ in toks[i:i + n])
+        if got[0] == want[0] and SequenceMatcher(None, got, want).ratio() >= 0.9:
+            out.append((toks[i][1], toks[i + n - 1][2]))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts, values)
+def test_indexes_and_name_screen_equal_the_definitions(text: str, value: str) -> None:
+    toks, by_token = match._content_index(text)
+    assert toks == _plain_content_tokens(text)
+    assert by_token == {t: [i for i, (u, _, _) in enumerate(toks) if u == t]
+                        for t in {u for u, _, _ in toks}}
+    needle = basic_tokens(value)
+    assert match._similar_spans(text, needle) == _plain_similar(text, needle)
+
+
+_CATEGORICAL = SlotSpec(name="hotel-pricerange", type="categorical",
+                        values=("cheap", "moderate", "expensive"),
+                        synonyms={"cheap": ("inexpensive",)})
+_FREE = SlotSpec(name="restaurant-name")
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts, values)
+def test_fuzzy_shortcut_and_graded_forms_change_no_answer(text: str, value: str) -> None:
+    for slot in (_FREE, _CATEGORICAL):
+        exact = match.find_values(text, value, slot)
+        fuzzy = match.find_values(text, value, slot, fuzzy=True)
+        forms = [basic_tokens(f) for f in slot.surface_forms(value)]
+        if exact and not any(len(w) >= 6 and w.isalpha() for f in forms for w in f):
+            assert fuzzy == exact  # no typo possible: the fuzzy pass adds nothing
+    # "a cheaper hotel" states cheap when "cheap" itself is not said: every graded token,
+    # in reading order
+    got = match.find_values(text, "cheap", _CATEGORICAL)
+    if not any(t in ("cheap", "inexpensive") for t, _, _ in tokens_with_spans(text)):
+        want = [(a, b) for t, a, b in tokens_with_spans(text) if t in ("cheaper", "cheapest")]
+        assert [(f.start, f.end) for f in got] == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(values)
+def test_slot_memo_equals_the_plain_key(value: str) -> None:
+    for slot in (_FREE, _CATEGORICAL, SlotSpec(name="hotel-book_people", type="number"),
+                 SlotSpec(name="train-leaveat", type="time")):
+        assert slot.normalize(value) == normalize_typed(value, slot.type, slot.table)
+        assert slot.normalize(value) == slot.normalize(value)
+        forms = slot.surface_forms(value)
+        forms.append("mutated")  # a caller's list is its own
+        assert "mutated" not in slot.surface_forms(value)
+
+
+def test_slot_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sage_tod.contracts.spec as spec_mod
+
+    monkeypatch.setattr(spec_mod, "_KEYS_MAX", 5)
+    slot = SlotSpec(name="x")
+    for i in range(12):
+        assert slot.normalize(f"Value {i}") == f"value {i}"
+    assert len(slot._keys) <= 5
+
+
+def test_the_collector_is_held_during_a_batch_and_restored() -> None:
+    bundle = load_spec(demo.spec_path())
+    records = load_turns(demo.turns_path(), bundle).records
+    ev = Evaluator(bundle, "s1")
+    seen: list[bool] = []
+    real = ev._evaluate_batch_now
+
+    def spy(turns):  # type: ignore[no-untyped-def]
+        seen.append(gc.isenabled())
+        return real(turns)
+
+    ev._evaluate_batch_now = spy  # type: ignore[method-assign]
+    assert gc.isenabled()
+    plain = [v.to_dict() for v in ev.evaluate(records)]
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()  # someone else's choice is left alone
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SAGE_TOD_GC_PAUSE", "0")
+        seen.clear()
+        again = [v.to_dict() for v in ev.evaluate(records)]
+        assert seen and all(seen)
+    for a, b in zip(plain, again, strict=True):
+        a.pop("latency_ms"), b.pop("latency_ms")
+        assert a == b

@@ -1,0 +1,78 @@
+"""`sage-tod bench diff`: the identity check every speed change is measured with."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from sage_tod import demo
+from sage_tod.cli.app import app
+from sage_tod.lab.verdict_diff import diff_runs
+
+
+def _run(tmp: Path, name: str) -> Path:
+    out = tmp / name
+    res = CliRunner().invoke(app, ["evaluate", "--spec", str(demo.spec_path()), "--turns",
+                                   str(demo.turns_path()), "--out", str(out), "--config", "s1",
+                                   "--quiet"])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def _edit(path: Path, line: int, change: dict[str, object]) -> None:
+    rows = path.read_text().splitlines()
+    d = json.loads(rows[line])
+    d.update(change)
+    rows[line] = json.dumps(d)
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_same_verdicts_with_other_latencies_are_identical(tmp_path: Path) -> None:
+    a, b = _run(tmp_path, "a.jsonl"), _run(tmp_path, "b.jsonl")
+    _edit(b, 0, {"latency_ms": 999.0})
+    (d,) = diff_runs(a, b)
+    assert d.turns == 59 and d.changed == []
+    res = CliRunner().invoke(app, ["bench", "diff", str(a), str(b)])
+    assert res.exit_code == 0 and "59 turns compared: identical" in res.output
+
+
+def test_a_changed_label_and_a_changed_wording_are_told_apart(tmp_path: Path) -> None:
+    a, b = _run(tmp_path, "a.jsonl"), _run(tmp_path, "b.jsonl")
+    first = json.loads(a.read_text().splitlines()[0])
+    flipped = "acceptable" if first["verdict"] == "failure" else "failure"
+    _edit(b, 0, {"verdict": flipped})
+    second = json.loads(a.read_text().splitlines()[3])
+    crits = second["criteria"]
+    assert crits, "the demo's fourth turn has criteria"
+    crits[0]["rationale"] = "reworded"
+    _edit(b, 3, {"criteria": crits})
+    (d,) = diff_runs(a, b)
+    assert [c.key for c in d.changed] == [f"{first['dialogue_id']}:{first['turn_id']}",
+                                          f"{second['dialogue_id']}:{second['turn_id']}"]
+    assert d.relabelled == 1 and d.redecided == 1
+    assert d.changed[1].field == "criteria" and not d.changed[1].decided
+    res = CliRunner().invoke(app, ["bench", "diff", str(a), str(b)])
+    assert res.exit_code == 1
+    assert "2 of 59 turns differ, 1 in a decision, 1 in the label" in res.output
+    assert f"{first['verdict']} -> {flipped}" in res.output
+    assert "(wording/margins only)" in res.output
+
+
+def test_directories_compare_file_by_file_and_bad_paths_exit_2(tmp_path: Path) -> None:
+    for side in ("x", "y"):
+        (tmp_path / side / "runs" / "demo").mkdir(parents=True)
+    a = _run(tmp_path, "x/runs/demo/s1.jsonl")
+    b = _run(tmp_path, "y/runs/demo/s1.jsonl")
+    assert a.read_text() != "" and b.exists()
+    only = tmp_path / "y" / "runs" / "demo" / "core.jsonl"
+    only.write_text(a.read_text())
+    diffs = {d.name: d for d in diff_runs(tmp_path / "x", tmp_path / "y")}
+    assert diffs["demo/s1.jsonl"].changed == []
+    assert len(diffs["demo/core.jsonl"].changed) == 59  # on one side only
+    assert all(c.before is None for c in diffs["demo/core.jsonl"].changed)
+    bad = CliRunner().invoke(app, ["bench", "diff", str(a), str(tmp_path / "nope.jsonl")])
+    assert bad.exit_code == 2 and "no such file" in bad.output
+    mixed = CliRunner().invoke(app, ["bench", "diff", str(a), str(tmp_path / "x")])
+    assert mixed.exit_code == 2 and "two files or two directories" in mixed.output
