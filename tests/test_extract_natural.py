@@ -391,3 +391,62 @@ def test_cuisine_before_food() -> None:
     assert [(e.value, e.exact) for e in found] == [("british", False)]
     assert _by_slot(_extract("restaurant", "I am looking for suggestions for a cheaper "
                              "restaurant in the center of town ."), "restaurant-food") == []
+
+
+# -- round 4: waivers of offered options, searches, names said back ---------------------
+
+def test_either_is_fine_waives_the_slot_whose_options_the_agent_listed() -> None:
+    # SNG0775 turn 2: the question ("one over the other?") names no slot, its options do
+    found = _by_slot(_extract(
+        "hotel", "Either is fine . Can you see if one of them might have a room on Wednesday "
+        "for 3 people and 3 nights ?", "I have two different choices . One is rather "
+        "expensive and the other more moderately priced . Do you prefer one over the other ?"),
+        "hotel-pricerange")
+    assert [(e.value, e.candidates) for e in found] == [("dontcare", ("hotel-pricerange",))]
+    # SNG01957 turn 1: counts written with the slot's own word ("a 4 star place")
+    stars = find_waivers(_turn("hotel", "I do n't care as long as it 's cheap .",
+                               "Okay . There is a 0 star place , and a 4 star place . Which do "
+                               "you prefer ?"), _wf("hotel"))
+    assert [w.slots for w in stars] == [("hotel-stars",)]
+    # one option named is no choice offered: nothing to waive
+    one = find_waivers(_turn("hotel", "Either is fine .", "There is one expensive hotel . "
+                             "Would you like it ?"), _wf("hotel"))
+    assert one == []
+
+
+def test_no_to_does_it_matter_waives_what_it_asks_about() -> None:
+    # SNG0767 turn 3
+    found = _by_slot(_extract("hotel", "No , it does n't . What place would you recommend ?",
+                              "There are several in the moderate price range and one that "
+                              "is cheap .   Does price matter ?"), "hotel-pricerange")
+    assert [(e.value, e.exact) for e in found] == [("dontcare", False)]
+
+
+def test_a_search_question_states_its_constraints() -> None:
+    # SNG01957 turn 4: "Are there any cheap guesthouses ...?" searches with a type
+    user = ("I do n't need a booking after all , sorry . Are there any cheap guesthouses in "
+            "the north with free wifi ?")
+    found = _by_slot(_extract("hotel", user, state={"hotel-pricerange": "cheap",
+                                                    "hotel-area": "north"}), "hotel-type")
+    assert [(e.value, e.exact) for e in found] == [("guesthouse", False)]
+    assert user[found[0].start:found[0].end] == "guesthouses"
+    # MUL1008 turn 4: a search of another workflow ("attractions") fills no hotel slot
+    other = _extract("hotel", "And that is a 2 star hotel , correct ?   Are there any "
+                     "attractions I could visit in the centre ?")
+    assert _by_slot(other, "hotel-area") == []
+    # a question about one entity still states nothing ("Is it cheap?"); made up
+    assert _by_slot(_extract("hotel", "Is it cheap ?"), "hotel-pricerange") == []
+
+
+def test_a_name_said_back_takes_the_offer_for_s2() -> None:
+    # SNG0722 turn 1 (DAMD kept no restaurant-name)
+    agent = ("How about The Oak Bistro ? It 's located in the Centre . Would you like more "
+             "information or to book a table ?")
+    user = ("The Oak Bistro sounds fabulous . Can I get a table there on Sunday at 18:30 ? "
+            "There will be 6 of us .")
+    acc = find_acceptance(_turn("restaurant", user, agent), _wf("restaurant"))
+    assert acc is not None and (acc.slot, acc.value) == ("restaurant-name", "Oak Bistro")
+    assert user[acc.start:acc.end] == "Oak Bistro" and acc.confidence < EXACT
+    refused = find_acceptance(_turn("restaurant", "Not The Oak Bistro , something cheaper .",
+                                    agent), _wf("restaurant"))
+    assert refused is None

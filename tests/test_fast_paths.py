@@ -28,7 +28,8 @@ from sage_tod.text.normalize import basic_tokens, fold, tokens_with_spans
 _WORDS = ["caffe", "cafe", "uno", "cheap", "cheaper", "cheapest", "the", "hotel", "lensfield",
           "lensfeld", "christ", "'s", "college", "north", "centre", "city", "a", "b&b", "and",
           "guesthouse", "guest", "house", "pizza", "hut", "nightclubs", "night", "club", "s",
-          "cambridge", "cambrige", "artworks", "not", "too", "pricey", "or", "2", "two", "at",
+          "cambridge", "cambrige", "artworks", "cheaply", "not", "too", "pricey", "or", "2",
+          "two", "at",
           "17:15", "5pm", "for", "people", "nights", "expensive"]
 texts = st.lists(st.sampled_from(_WORDS), min_size=0, max_size=14).map(" ".join)
 values = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3).map(" ".join)
@@ -79,11 +80,12 @@ def test_fuzzy_shortcut_and_graded_forms_change_no_answer(text: str, value: str)
         forms = [basic_tokens(f) for f in slot.surface_forms(value)]
         if exact and not any(len(w) >= 6 and w.isalpha() for f in forms for w in f):
             assert fuzzy == exact  # no typo possible: the fuzzy pass adds nothing
-    # "a cheaper hotel" states cheap when "cheap" itself is not said: every graded token,
-    # in reading order
+    # "a cheaper hotel" (or "cheaply") states cheap when "cheap" itself is not said: every
+    # graded token, in reading order
     got = match.find_values(text, "cheap", _CATEGORICAL)
     if not any(t in ("cheap", "inexpensive") for t, _, _ in tokens_with_spans(text)):
-        want = [(a, b) for t, a, b in tokens_with_spans(text) if t in ("cheaper", "cheapest")]
+        want = [(a, b) for t, a, b in tokens_with_spans(text)
+                if t in ("cheaper", "cheapest", "cheaply")]
         assert [(f.start, f.end) for f in got] == want
 
 

@@ -90,6 +90,9 @@ def bundle() -> SpecBundle:
     ("I am leaving on Monday after 13:15 in the afternoon .", "13:15 in the afternoon",
      "13:15"),  # MUL1647
     ("I 'm looking for a train that departs Cambridge after 10:00 .", "10:00", "10:00"),
+    # MWZ test, development subset (mwzeval/dev_dialogues.json): PMUL3239 turn 2
+    ("saturday and should depart from cambridge by 12 30", "12 30", "12:30"),
+    ("Can we meet at quarter to 2 pm ?", "quarter to 2 pm", "13:45"),  # made up
 ])
 def test_times_people_write_read_as_their_clock_time(text: str, said: str, key: str) -> None:
     mentions = [m for m in find_times(text) if text[m.start:m.end] == said]
@@ -115,6 +118,7 @@ def test_a_time_carries_its_relation() -> None:
     "a table for 7 people",  # made up: a count
     "it is at 11 Peas Hill",  # made up: an address
     "at 7.5 miles from the centre",  # made up: a distance
+    "i need 2 30 minute slots",  # made up: spaced digits without a time word
 ])
 def test_look_alikes_are_no_times(text: str) -> None:
     assert find_times(text) == []

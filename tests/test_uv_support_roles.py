@@ -314,3 +314,65 @@ def test_roles_come_from_the_schema_on_sgd_too() -> None:
                                                   "to_city": "Fresno, CA"})
     assert _s1(swapped, "from_city") is Outcome.TRUE
     assert _s1(swapped, "to_city") is Outcome.TRUE
+
+
+# ------------------------------------------------- round 4: clock times, adverb grades
+def test_a_clock_time_no_text_reads_as_is_unsupported_by_s1(
+        spec: SpecBundle, monkeypatch: pytest.MonkeyPatch) -> None:
+    # MUL1828 turn 0 (DAMD wrote train-leaveat = 12:15); S2's "Someone says 12:15." is
+    # entailed by any time in u_t, so S1 decides it
+    user = ("I 'm looking for a train to Stevenage that leaves after 17:30 . Is there "
+            "anything available then ?")
+    ctx = _ctx(spec, "train", user, {"train-leaveat": "12:15"})
+    d = symbolic._uv(UVArgs(slot="train-leaveat", value="12:15"), ctx)
+    assert d.outcome is Outcome.TRUE and "times read: 17:30" in d.rationale
+    said = _ctx(spec, "train", user, {"train-leaveat": "17:30"})
+    assert _s1(said, "train-leaveat") is Outcome.FALSE
+    # PMUL3239 turn 2: "by 12 30" is 12:30
+    spaced = _ctx(spec, "train", "saturday and should depart from cambridge by 12 30",
+                  {"train-leaveat": "12:30"})
+    assert _s1(spaced, "train-leaveat") is Outcome.FALSE
+    # an agent's earlier offer supports it ("TR1234 leaves at 12:15"); made up
+    offered = _ctx(spec, "train", "Yes please .", {"train-leaveat": "12:15"},
+                   history=[{"user": user, "agent": "TR1234 leaves at 12:15 ."}])
+    assert _s1(offered, "train-leaveat") is Outcome.FALSE
+    monkeypatch.setenv("SAGE_TOD_S1_TIMES", "0")
+    assert _s1(ctx, "train-leaveat") is Outcome.ABSTAIN
+
+
+def test_moderately_priced_states_moderate(spec: SpecBundle) -> None:
+    # an agent's offer the user took (the UV-rich slice's MUL2184 has the same wording):
+    # "May I recommend the moderately priced Carolina Bed and Breakfast ?"
+    ctx = _ctx(spec, "hotel", "That sounds great . Please get me a room for one .",
+               {"hotel-pricerange": "moderate"},
+               history=[{"user": "I need a guesthouse in the east .",
+                         "agent": "May I recommend the moderately priced Carolina Bed and "
+                                  "Breakfast ?"}])
+    sup = find_support(ctx, "hotel-pricerange", "moderate")
+    assert sup is not None and sup.text == "moderately"
+
+
+def test_iuv_claims_read_as_english() -> None:
+    # the generated MultiWOZ spec describes restaurant-food as "the cuisine of the
+    # restaurant you are looking for" and hotel-type as "what is the type of the hotel"
+    from sage_tod.contracts.spec import parse_spec as parse
+
+    bundle = parse({"workflows": [{"id": "restaurant", "slots": [
+        {"name": "restaurant-food",
+         "description": "the cuisine of the restaurant you are looking for"},
+        {"name": "hotel-type", "description": "what is the type of the hotel"},
+        {"name": "return_date", "description": "What date to return car?"},
+        {"name": "rating", "description": "Star rating of the hotel"}]}]})
+    turn = parse_turn({"dialogue_id": "d", "turn_id": 0, "workflow": "restaurant",
+                       "user": "some chinese food please", "agent": "", "state_before": {},
+                       "state_after": {}}, bundle).turn
+    ctx = make_context(bundle, turn)
+    (_, food), (_, kind), (_, back), (_, stars) = claims.iuv_pairs(
+        ctx, ["restaurant-food", "hotel-type", "return_date", "rating"], "chinese",
+        template="wants_desc")
+    assert food == ("The user wants the cuisine of the restaurant you are looking for to be "
+                    "chinese.")
+    assert kind == "The user wants the type of the hotel to be chinese."
+    # a description that is a question keeps its words (SGD-X writes them so)
+    assert back == "The user wants the What date to return car? to be chinese."
+    assert stars == "The user wants the Star rating of the hotel to be chinese."

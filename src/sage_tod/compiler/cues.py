@@ -73,6 +73,11 @@ def cue_tokens(text: str) -> list[str]:
     return _words(text)
 
 
+def stem(word: str) -> str:
+    """The cue stem of a word ("stars" -> "star"), as the cue index is keyed."""
+    return _stem(word)
+
+
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     for suf in ("ing", "es", "s"):

@@ -10,7 +10,9 @@ finds the waiver phrase and the slot it is about:
    "but", "just", so "expensive" is not waived);
 2. else the slot the agent just asked about (`agent_acts.request` of the last
    turn is not in a Turn, so the cue words of the last agent question in
-   h_<t): "What area would you like?" -> "It doesn't matter to me."
+   h_<t): "What area would you like?" -> "It doesn't matter to me.";
+3. else the slot whose options the agent just listed ("a 0 star place and a
+   4 star place. Which do you prefer?" -> "I don't care as long as it's cheap").
 
 A waiver for the one slot the clause names, or the one slot the agent asked
 about, is exact (S1 may decide it); several slots, or a waiver read from the
@@ -24,10 +26,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sage_tod.compiler.cues import cue_tokens, slot_cues
+from sage_tod.compiler.cues import cue_tokens, slot_cues, stem
 from sage_tod.contracts.spec import Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import DONTCARE
+from sage_tod.text.match import find_value
 from sage_tod.text.sentences import sentences
 
 # the phrase that waives; written on the folded text (lower case, "n't"/" nt" glued)
@@ -47,12 +50,14 @@ _WAIVER = re.compile(
 # a bare "no" / "not really" answering "do you have a preference?" waives the asked slot
 _BARE_NO = re.compile(r"^\s*(?:no|nope|not really|no,? not really|not particularly|none)"
                       r"\s*(?:[,.!]|$)")
-_PREFERENCE_Q = re.compile(r"\b(?:preference|prefer|particular|specific|in mind)\b")
+_PREFERENCE_Q = re.compile(r"\b(?:preference|prefer|particular|specific|in mind|matter)\b")
 # the waiver reaches to the end of its clause, not past a contrast or a condition
 _CLAUSE_CUT = re.compile(r"\b(?:but|as long as|so long as|though|although|just|only|however"
                          r"|except|i want|i need|i would like|i'd like|we want|we need)\b"
                          r"|\band\b|[,.;!?]")
 _ASKED_CLAUSE = re.compile(r"[^.!?,]*\?")
+# a waiver whose slot is read from the options the agent listed, not from a word
+ALTERNATIVES_CONFIDENCE = 0.9
 _TIME_WORDS = frozenset({"when", "time", "times", "leave", "arrive", "depart", "departure"})
 
 
@@ -91,6 +96,41 @@ def _last_questions(turn: Turn) -> str:
         return ""
     # the end of the turn, where its questions are (bounded: a turn may be very long)
     return " ".join(m.group(0) for m in _ASKED_CLAUSE.finditer(history[-1].agent[-400:].lower()))
+
+
+def _last_agent(turn: Turn) -> str:
+    history = turn.history or ()
+    return history[-1].agent[-400:] if history else ""
+
+
+_COUNTED = re.compile(r"\b(\d{1,2})\s*-?\s*([a-z]+)")
+
+
+def _alternatives(wf: Workflow, agent: str, waivable: set[str]) -> tuple[str, ...]:
+    """The slot the agent's last turn offers a choice of, when its question names none
+    ("One is rather expensive and the other more moderately priced. Do you prefer one
+    over the other?", "a 0 star place, and a 4 star place. Which do you prefer?"): the
+    slot two or more of whose values it names, values of a closed set or counts
+    written with the slot's own word ("4 star")."""
+    if not agent:
+        return ()
+    cues = slot_cues(wf)
+    named: dict[str, set[str]] = {}
+    for name in waivable:
+        spec = wf.slots[name]
+        if spec.values:
+            got = {spec.normalize(v) for v in spec.values if find_value(agent, v, spec)}
+        elif spec.type == "number":
+            got = {m[1] for m in _COUNTED.finditer(agent.lower())
+                   if name in cues.index.get(stem(m[2]), ())}
+        else:
+            continue
+        if len(got) >= 2:
+            named[name] = got
+    if not named:
+        return ()
+    most = max(len(v) for v in named.values())
+    return tuple(sorted(s for s, v in named.items() if len(v) == most))
 
 
 def _pointed(wf: Workflow, text: str, waivable: set[str]) -> tuple[str, ...]:
@@ -157,6 +197,10 @@ def find_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
             clause = (before[cut_before:] + " " + m.group(0) + " "
                       + (after[:cut_after.start()] if cut_after else after))
             slots = _pointed(wf, clause, waivable) or _pointed(wf, asked, waivable)
+            offered = False
+            if not slots:
+                slots = _alternatives(wf, _last_agent(turn), waivable)
+                offered = True
             if not slots:
                 continue
             if cut_after and cut_after.group(0) == "but" and _qualified(
@@ -165,10 +209,10 @@ def find_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
                 # the same slot gets a preference at once, so the waiver is not claimed;
                 # "Area doesn't matter, but I'd like it moderate" waives the area
                 continue
-            conf = 0.9
+            conf = ALTERNATIVES_CONFIDENCE if offered else 0.9
             out.append(Waiver(slots, where[m.start()], where[m.end() - 1] + 1,
                               conf if len(slots) == 1 else 0.5))
-        bare = _BARE_NO.match(sent.text)
+        bare = _BARE_NO.match(sent.text)  # "No, it doesn't." to "Does price matter?" too
         if bare and not out and _PREFERENCE_Q.search(asked):
             slots = _pointed(wf, asked, waivable)
             if slots:

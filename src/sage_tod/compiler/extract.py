@@ -131,6 +131,21 @@ def _entity_question_spans(text: str) -> list[tuple[int, int]]:
     return [(s.start, s.end) for s in sentences(text) if _QUESTION_ABOUT_ENTITY.match(s.text)]
 
 
+# "Are there any cheap guesthouses in the north?": a search for entities with these
+# values, so its categorical values are constraints too (not sure ones: S2 reads them)
+_SEARCH_FOR_ENTITIES = re.compile(
+    r"^\s*(?:are there any|are there|is there any|is there an?|do you have any|do you have an?"
+    r"|are any)\b", re.IGNORECASE)
+
+
+def _entity_search_spans(text: str, others: frozenset[str]) -> list[tuple[int, int]]:
+    """Searches for this workflow's entities ("are there any attractions in the centre?"
+    searches another workflow: `others` are its words, plural or not)."""
+    return [(s.start, s.end) for s in sentences(text)
+            if _SEARCH_FOR_ENTITIES.match(s.text) and s.text.endswith("?")
+            and not {t[:-1] if t.endswith("s") else t for t in basic(s.text).split()} & others]
+
+
 def _search_question_spans(text: str) -> list[tuple[int, int]]:
     """Questions that search ("is there anything in Phoenix?", "what's the weather on the
     7th?"): the dates, places and names they carry are constraints."""
@@ -217,13 +232,26 @@ def extract_user_values(turn: Turn, wf: Workflow, spec: SpecBundle | None = None
             out.append(Extraction(uv.value, (uv.slot,), start, end, uv.confidence,
                                   "user_values"))
         return [e for e in out if e.confidence >= EXTRACTION_FLOOR]
-    return [e for e in _extract_from_text(turn, wf) if e.confidence >= EXTRACTION_FLOOR]
+    others = _other_workflow_words(spec, wf) if spec is not None else frozenset()
+    return [e for e in _extract_from_text(turn, wf, others)
+            if e.confidence >= EXTRACTION_FLOOR]
 
 
-def _extract_from_text(turn: Turn, wf: Workflow) -> list[Extraction]:
+def _other_workflow_words(spec: SpecBundle, wf: Workflow) -> frozenset[str]:
+    """The words that name the spec's other workflows ("attraction", "train") and not
+    this one: a search that names one of them is not a search of this workflow."""
+    own = set(domain_words(wf)) | {w for w in basic(wf.id).split() if len(w) > 2}
+    out = {w for other in spec.workflows.values() if other.id != wf.id
+           for w in (set(domain_words(other)) | set(basic(other.id).split())) if len(w) > 2}
+    return frozenset(out - own)
+
+
+def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = frozenset()
+                       ) -> list[Extraction]:
     text = turn.user
     skip = _entity_question_spans(text)
     what = _search_question_spans(text)
+    searching = _entity_search_spans(text, other_words)
     taken = Taken()  # claimed spans, searched in O(log n)
     out: list[Extraction] = []
     after = turn.after()
@@ -231,7 +259,8 @@ def _extract_from_text(turn: Turn, wf: Workflow) -> list[Extraction]:
     def free(s: int, e: int, source: str = "") -> bool:
         if taken.overlaps(s, e):
             return False
-        return not _inside(skip, s) or (source in _SHAPE_SOURCES and _inside(what, s))
+        return (not _inside(skip, s) or (source in _SHAPE_SOURCES and _inside(what, s))
+                or _inside(searching, s))
 
     def add(value: str, cands: list[str], s: int, e: int, source: str,
             alternatives: tuple[str, ...] = (), confidence: float | None = None,

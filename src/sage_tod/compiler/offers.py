@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from sage_tod.compiler.cues import domain_words
 from sage_tod.contracts.spec import Workflow
 from sage_tod.contracts.turns import Turn
+from sage_tod.text.match import find_value
 from sage_tod.text.normalize import basic
 from sage_tod.text.places import name_spans
 
@@ -187,7 +188,7 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
         # acceptance too, but the user may be booking something else
         b = _BOOKING_WORDS.search(turn.user)
         if b is None or not _BOOKING_WORDS.search(agent) or _REFUSE.search(turn.user):
-            return None
+            return _named_back(turn, agent, wf, slot)
         span = b.start(), b.end()
     names = offered_names(agent, wf)
     if len(names) != 1:
@@ -206,3 +207,26 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
         return None  # "Can you book it please?" takes "You would love the X" too
     conf = 0.9
     return Acceptance(slot, names[0], span[0], span[1], conf)
+
+
+# a reply that names the entity back ("The Oak Bistro sounds fabulous. Can I get a table
+# there?") takes it, though no assent opens it; only S2 decides it (a question about the
+# place, "Is the Oak Bistro expensive?", names it too)
+NAMED_BACK_CONFIDENCE = 0.6
+
+
+def _named_back(turn: Turn, agent: str, wf: Workflow, slot: str) -> Acceptance | None:
+    """u_t says the one name the agent's last turn offered, not to turn it down."""
+    names = offered_names(agent, wf)
+    if len(names) != 1:
+        return None
+    hit = find_value(turn.user, names[0], wf.slots.get(slot), fuzzy=True)
+    if hit is None:
+        return None
+    clause = _CLAUSE.split(turn.user[hit.end:], maxsplit=1)[0]
+    if _REFUSE.search(turn.user[max(0, hit.start - 30):hit.start]) or _REFUSE.search(clause):
+        return None  # "not the Oak Bistro", "the Oak Bistro is not what I want"
+    held = turn.after().get(slot)
+    if held and overlaps(held, names[0]):
+        return None
+    return Acceptance(slot, names[0], hit.start, hit.end, NAMED_BACK_CONFIDENCE)

@@ -92,10 +92,18 @@ class Utterance:
     text: str
 
 
+# every template puts "the" before {desc}: a description written as a question ("what is
+# the type of the hotel") or with its own article ("the cuisine of ...") reads as
+# "the the ..." unless that lead is dropped
+_DESC_LEAD = re.compile(r"^\s*(?:(?:what|which)(?: is|'s)\s+)?(?:(?:the|a|an)\s+)?",
+                        re.IGNORECASE)
+
+
 def slot_desc(ctx: TurnContext, slot: str) -> str:
     spec = ctx.spec.slot(slot, ctx.workflow)
     if spec is not None and spec.description.strip():
-        return spec.description.strip().rstrip(".")
+        desc = spec.description.strip().rstrip(".")
+        return _DESC_LEAD.sub("", desc, count=1) or desc
     return re.sub(r"[-_]+", " ", slot).strip()
 
 

@@ -222,12 +222,12 @@ def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = Fals
                       if not any(f.start <= a and b <= f.end for f in found)]
         if found:
             return found
-    if stype == "categorical":  # "a cheaper hotel", "the cheapest one"
+    if stype == "categorical":  # "a cheaper hotel", "the cheapest one", "moderately priced"
         toks, by_token = _content_index(text)  # the possessive "s" is never graded
         graded = [Found(toks[i][1], toks[i][2], key) for form in forms
                   if len(form) == 1 and _gradable(form[0])
-                  for i in sorted(by_token.get(form[0] + "er", [])
-                                  + by_token.get(form[0] + "est", []))]
+                  for i in sorted(i for suffix in _GRADES
+                                  for i in by_token.get(form[0] + suffix, []))]
         if graded:
             return graded
     if fuzzy and stype == "free":
@@ -247,8 +247,13 @@ def _match_forms(written: tuple[str, ...], free: bool) -> tuple[list[str], ...]:
     return tuple(sorted(forms, key=len, reverse=True))
 
 
+# the comparative, the superlative and the adverb of an adjective value state it:
+# "cheaper", "cheapest", "moderately (priced)"
+_GRADES = ("er", "est", "ly")
+
+
 def _gradable(word: str) -> bool:
-    """A value whose comparative or superlative is read as it ("cheaper" for "cheap")."""
+    """A value whose graded or adverb forms are read as it ("cheaper" for "cheap")."""
     return len(word) >= 4 and word.isalpha()
 
 

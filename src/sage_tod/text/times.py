@@ -45,6 +45,10 @@ _TIME_RE = re.compile(
 )
 # four digits are a time only as hours ("1200hrs", "1830 hours"); else a year ("2030")
 _HOURS_RE = re.compile(r"\b(?P<h>[01]\d|2[0-3])(?P<m>[0-5]\d)\s?(?:hrs|hours|h)\b")
+# hour and minutes written apart ("by 12 30"); a time only after a time word, and never
+# before a count noun ("at 2 30 people" does not occur; "for 2 30 minute slots" might)
+_SPACED_RE = re.compile(r"\b(?P<h>[01]?\d|2[0-3]) (?P<m>[0-5]\d)\b(?! ?(?:minutes?|mins?"
+                        r"|people|persons?|nights?|days?|pounds|gbp|%))")
 # the word before a bare number that makes it a time ("at 7", "after 5")
 _TIME_CONTEXT = frozenset({"at", "by", "after", "before", "around", "about", "from", "until",
                            "till", "arrive", "leave", "past"})
@@ -185,6 +189,21 @@ def _digit_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
     return out
 
 
+def _spaced_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
+    """"depart by 12 30" (MultiWOZ PMUL3239): hour and minutes apart, after a time word."""
+    out: list[tuple[int, int, frozenset[str]]] = []
+    for m in _SPACED_RE.finditer(folded):
+        prev = _word_before(folded, m.start())
+        if not (prev and prev[0] in _TIME_CONTEXT):
+            continue
+        hour, minute = int(m.group("h")), int(m.group("m"))
+        readings = {f"{hour:02d}:{minute:02d}"}
+        if 1 <= hour < 12:
+            readings.add(f"{hour + 12:02d}:{minute:02d}")
+        out.append((m.start(), m.end(), frozenset(readings)))
+    return out
+
+
 def _word_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
     """Times written in words: "half past seven in the evening", "seven o'clock"."""
     out: list[tuple[int, int, frozenset[str]]] = []
@@ -294,18 +313,27 @@ def find_times(text: str) -> list[TimeMention]:
     folded = fold(text)
     if len(folded) != len(text):
         folded = text.lower()
-    found = _digit_times(folded) + _word_times(folded)
+    spaced = _spaced_times(folded)
+    found = [t for t in _digit_times(folded) + _word_times(folded)
+             if not any(a < t[1] and t[0] < b for a, b, _ in spaced)] + spaced
     found += _bare_hours(folded, found)
     out: list[TimeMention] = []
     for s, e, readings in sorted(found):
         if _ORDINAL_AFTER.match(folded[e:e + _AROUND]):
             continue  # "from 10th of this month": a day, not ten o'clock
         raw = folded[s:e]
-        if re.search(r"[ap]\.?\s?m\b|noon|midnight|morning|afternoon|evening|night", raw):
-            out.append(TimeMention(s, e, readings, _relation(folded, s)))
-            continue  # the day part is already read
         head = folded[max(0, s - 30):s].rstrip() + " "
         pre = _PREFIX_RE.search(head)
+        if re.search(r"[ap]\.?\s?m\b|noon|midnight|morning|afternoon|evening|night", raw):
+            # the day part is already read; "quarter to 2 pm" still moves the minutes
+            if pre and pre.group("q"):
+                start = s - (len(head) - pre.start())
+                out.append(TimeMention(max(0, start), e, _apply(
+                    readings, pre.group("q"), pre.group("rel"), None),
+                    _relation(folded, max(0, start))))
+                continue
+            out.append(TimeMention(s, e, readings, _relation(folded, s)))
+            continue
         suf = _SUFFIX_RE.match(folded[e:e + _AROUND])
         nxt = re.match(r"\s*([a-z]+)", folded[e:e + _AROUND])
         if (len(readings) > 1 and raw.isdigit() and nxt and not pre and not suf

@@ -31,6 +31,7 @@ from sage_tod.text.booleans import is_dontcare
 from sage_tod.text.match import find_dontcare, find_values, is_negated
 from sage_tod.text.normalize import basic_tokens, fold
 from sage_tod.text.numbers import read_number
+from sage_tod.text.times import find_times, normalize_time
 from sage_tod.verifiers.base import Item
 from sage_tod.verifiers.roles import Role, other_domain, other_role
 
@@ -253,9 +254,35 @@ def _uv(a: UVArgs, ctx: TurnContext) -> Decision:
                         f"{value!r} is stated only in another slot's role: {span.text!r} in "
                         f"{where} goes with {role.word!r} ({', '.join(sorted(role.slots))}), "
                         f"not {slot}", span)
+    unread = _time_nowhere(ctx, slot, value)
+    if unread is not None:
+        return Decision(Outcome.TRUE, 0.9, unread)
     return Decision.abstain(
         f"{value!r} is not stated verbatim or as a schema synonym in h_<t ∪ u_t; "
         "it may be a paraphrase")
+
+
+def _time_nowhere(ctx: TurnContext, slot: str, value: str) -> str | None:
+    """Why a clock time no text of h_<t ∪ u_t reads as is unsupported, or None.
+
+    A clock time has few paraphrases and the time reader covers them ("2 in the
+    afternoon", "quarter past eleven", "noon"): when no mention anywhere reads as
+    the value, a paraphrase is not what S2 would find, and its claim ("Someone
+    says 13:45.") is entailed by any other time in u_t. Off with
+    `SAGE_TOD_S1_TIMES=0`.
+    """
+    import os
+
+    if os.environ.get("SAGE_TOD_S1_TIMES", "1") == "0":
+        return None
+    spec = ctx.spec.slot(slot, ctx.workflow)
+    if spec is None or spec.type != "time" or normalize_time(value) is None:
+        return None
+    said = sorted({r for _, _, text in _history_sources(ctx) for m in find_times(text)
+                   for r in m.readings})
+    shown = ", ".join(said[:6]) + (" ..." if len(said) > 6 else "")
+    return (f"no time stated in h_<t ∪ u_t reads as {value!r} for {slot}"
+            + (f" (times read: {shown})" if said else " (no time is stated at all)"))
 
 
 def _iuv(a: IUVArgs, ctx: TurnContext) -> Decision:
