@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from sage_tod.text.normalize import fold
 from sage_tod.text.spans import Coverage
@@ -308,8 +309,18 @@ def find_times(text: str) -> list[TimeMention]:
 
     A time without am/pm or a day part ("at 7:30") has two readings; a bare
     number is a time only after a time word ("at 7") or with a day part
-    around it ("2 in the afternoon", "half past 6").
+    around it ("2 in the afternoon", "half past 6"). Memoised per text: S1 reads
+    the same history utterances for every time value of a dialogue.
     """
+    return list(_times_in(text))
+
+
+@lru_cache(maxsize=4096)
+def _times_in(text: str) -> tuple[TimeMention, ...]:
+    return tuple(_find_times(text))
+
+
+def _find_times(text: str) -> list[TimeMention]:
     folded = fold(text)
     if len(folded) != len(text):
         folded = text.lower()
