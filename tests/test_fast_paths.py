@@ -141,3 +141,31 @@ def test_the_collector_is_held_during_a_batch_and_restored() -> None:
     for a, b in zip(plain, again, strict=True):
         a.pop("latency_ms"), b.pop("latency_ms")
         assert a == b
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts, values)
+def test_anchor_screen_never_hides_a_match(text: str, value: str) -> None:
+    # `_categorical` skips find_value when the text holds none of the value's anchors
+    anchors = match.anchor_tokens(value)
+    if anchors is not None and anchors.isdisjoint(match.text_tokens(text)):
+        assert match.find_value(text, value, None) is None
+    assert match.anchor_tokens("dontcare") is None  # found by its cues: never screened
+
+
+def test_workflow_tables_are_built_once_and_are_not_its_identity() -> None:
+    from sage_tod.compiler.cues import slot_cues
+    from sage_tod.contracts.spec import parse_spec
+
+    doc = {"workflows": [{"id": "w", "slots": [{"name": "hotel-area"}]}]}
+    a, b = parse_spec(doc).workflow("w"), parse_spec(doc).workflow("w")
+    assert a is not None and b is not None
+    calls: list[str] = []
+
+    def build(wf: object) -> list[str]:
+        calls.append("built")
+        return ["table"]
+
+    assert a.derived("t", build) is a.derived("t", build) and calls == ["built"]
+    assert slot_cues(a) is slot_cues(a)
+    assert a == b  # a memo does not make two equal workflows differ

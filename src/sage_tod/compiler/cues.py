@@ -158,5 +158,9 @@ def domain_words(workflow: Workflow) -> frozenset[str]:
 
 
 def slot_cues(workflow: Workflow) -> SlotCues:
+    return workflow.derived("cues.slot_cues", _build_slot_cues)
+
+
+def _build_slot_cues(workflow: Workflow) -> SlotCues:
     items = tuple((s.name, s.description) for s in workflow.slots.values())
     return _cues_cached(workflow.id, items)

@@ -155,13 +155,17 @@ def _pointed(wf: Workflow, text: str, waivable: set[str]) -> tuple[str, ...]:
 
 def _waivable(wf: Workflow) -> set[str]:
     """Slots a user may waive: constraints, not counts of people or stays."""
+    return set(wf.derived("dontcare.waivable", _build_waivable))
+
+
+def _build_waivable(wf: Workflow) -> frozenset[str]:
     out = set()
     for name, spec in wf.slots.items():
         words = set(re.findall(r"[a-z]+", f"{spec.name} {spec.description}".lower()))
         if spec.type == "number" and words & {"people", "person", "stay", "nights", "guests"}:
             continue
         out.add(name)
-    return out
+    return frozenset(out)
 
 
 _TIME_OF_DAY = frozenset({"early", "earlier", "late", "later", "morning", "afternoon",

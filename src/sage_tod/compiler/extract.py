@@ -31,7 +31,7 @@ from sage_tod.contracts.spec import SlotSpec, SpecBundle, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import normalize_boolean
 from sage_tod.text.dates import date_key, find_dates, same_day
-from sage_tod.text.match import Found, find_value, is_negated
+from sage_tod.text.match import Found, anchor_tokens, find_value, is_negated, text_tokens
 from sage_tod.text.normalize import basic, tokens_before, tokens_with_spans
 from sage_tod.text.numbers import number_token
 from sage_tod.text.places import find_places, is_place_slot, name_spans, same_place
@@ -362,9 +362,16 @@ class _Free(Protocol):
     def __call__(self, s: int, e: int, source: str = "") -> bool: ...
 
 
-def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
-    text = turn.user
-    after = turn.after()
+# (length, form, canonical value, slot, anchor tokens, the form without spaces)
+_Form = tuple[int, str, str, SlotSpec, frozenset[str] | None, str]
+def _categorical_forms(wf: Workflow) -> list[_Form]:
+    """Every surface form `_categorical` looks for, longest first, with the tokens a text
+    must hold for `find_value` to find it (`match.anchor_tokens`); built once per
+    workflow (`Workflow.derived`), not per turn."""
+    return wf.derived("extract.categorical_forms", _build_categorical_forms)
+
+
+def _build_categorical_forms(wf: Workflow) -> list[_Form]:
     forms: list[tuple[int, str, str, SlotSpec]] = []
     for spec in wf.slots.values():
         if spec.type in {"categorical", "boolean"} or (spec.values and spec.type == "free"):
@@ -382,15 +389,25 @@ def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
                         alt = " ".join(w[:-1] + " s" if w.endswith("s") and len(w) > 4 else w
                                        for w in words)
                         forms.append((len(basic(f)), alt, canon, spec))
+    return [(n, f, canon, spec, anchor_tokens(f), _compact(f)) for n, f, canon, spec
+            in sorted(forms, key=lambda x: -x[0])]
+
+
+def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
+    text = turn.user
+    after = turn.after()
     by_span: dict[tuple[int, int], tuple[str, list[str]]] = {}
     toks = tokens_with_spans(text)
+    said = text_tokens(text)
     bigrams = {t1 + t2: (s1, e2) for (t1, s1, _), (t2, _, e2) in pairwise(toks)}
-    for _, f, canon, spec in sorted(forms, key=lambda x: -x[0]):
-        hit = find_value(text, f, None)
-        if hit is None and len(_compact(f)) >= 8 and _compact(f) in bigrams:
+    for _, f, canon, spec, anchors, compact in _categorical_forms(wf):
+        # a form none of whose possible first tokens the text holds is not in it
+        hit = (find_value(text, f, None) if anchors is None or not anchors.isdisjoint(said)
+               else None)
+        if hit is None and len(compact) >= 8 and compact in bigrams:
             # "swimming pool" for the value "swimmingpool" ("concert halls": "concerthalls")
-            b_start, b_end = bigrams[_compact(f)]
-            hit = Found(b_start, b_end, _compact(f))
+            b_start, b_end = bigrams[compact]
+            hit = Found(b_start, b_end, compact)
         found_at = [hit] if hit is not None else []
         if hit is not None and normalize_boolean(f) is not None:
             # "free wifi and free parking": every "free" may describe another amenity

@@ -9,11 +9,11 @@ silently wrong verdicts.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -33,6 +33,7 @@ from sage_tod.text.normalize import is_unset, synonym_table
 SlotType = Literal["categorical", "free", "number", "time", "date", "boolean"]
 
 
+_T = TypeVar("_T")
 _KEYS_MAX = 20_000  # values remembered per slot by `SlotSpec.normalize`
 
 
@@ -171,6 +172,18 @@ class Workflow:
     confirmation_cues: tuple[str, ...]
     any_buckets: frozenset[int] = frozenset()  # indices into `buckets` that are any-of
     tools: Mapping[str, ToolSpec] = field(default_factory=dict)  # tool name -> mapping
+    # tables derived from this workflow once (see `derived`); not part of its identity
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False,
+                                     compare=False)
+
+    def derived(self, key: str, build: Callable[[Workflow], _T]) -> _T:
+        """A table computed from this workflow once and kept with it (the extractor's
+        value forms, the cue index, the waivable slots): every turn asks for the same
+        ones, and a workflow never changes."""
+        got = self._derived.get(key)
+        if got is None:
+            got = self._derived[key] = build(self)
+        return got
 
     def slot(self, name: str) -> SlotSpec | None:
         return self.slots.get(name)

@@ -148,6 +148,29 @@ def is_negated(text: str, start: int, since: int = 0) -> bool:
     return bool(joins) and any(t in _NEGATION for t in before[max(0, joins[0] - 3):joins[0]])
 
 
+def text_tokens(text: str) -> frozenset[str]:
+    """The content tokens `text` holds (for `anchor_tokens` screening)."""
+    return frozenset(_content_index(text)[1])
+
+
+@lru_cache(maxsize=8192)
+def anchor_tokens(value: str) -> frozenset[str] | None:
+    """Tokens one of which a text must hold for `find_value(text, value, None)` to find
+    `value`: the first token of each form it looks for, and a multi-word form written
+    as one token ("nightclub(s)"). None for a don't-care value, which is found by its
+    cues, not its tokens: never screen it out."""
+    if is_dontcare(value):
+        return None
+    out: set[str] = set()
+    for form in _match_forms((value,), True):
+        if form:
+            out.add(form[0])
+        if len(form) > 1:
+            whole = "".join(form)
+            out.update((whole, whole + "s"))
+    return frozenset(out)
+
+
 def find_dontcare(text: str) -> Found | None:
     """Where `text` says the user does not mind (`text.booleans.DONTCARE_CUES`)."""
     span = dontcare_span(text)
