@@ -71,22 +71,20 @@ class Waiver:
     confidence: float
 
 
+_GLUED = re.compile(r" (?=n't|'s|'re|'m)")
+
+
 def _glue(text: str) -> tuple[str, list[int]]:
     """`text` lower-cased with " n't" -> "n't" and " 's" -> "'s"; and for each character of
     the result the offset it came from in `text`."""
-    out: list[str] = []
-    where: list[int] = []
     low = text.lower()
-    i = 0
-    while i < len(low):
-        if low[i] == " " and (low.startswith(" n't", i) or low.startswith(" 's", i)
-                              or low.startswith(" 're", i) or low.startswith(" 'm", i)):
-            i += 1
-            continue
-        out.append(low[i])
-        where.append(i)
-        i += 1
-    return "".join(out), where
+    where: list[int] = []
+    prev = 0
+    for m in _GLUED.finditer(low):  # each dropped space
+        where.extend(range(prev, m.start()))
+        prev = m.end()
+    where.extend(range(prev, len(low)))
+    return _GLUED.sub("", low), where
 
 
 def _last_questions(turn: Turn) -> str:

@@ -740,7 +740,9 @@ def _common_prefix(a: str, b: str) -> int:
     return n
 
 
-def _people(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
+def _person_slots(wf: Workflow) -> tuple[dict[str, set[str]], list[str]]:
+    """The workflow's free slots about people (slot -> its role words) and its name
+    slots (built once per workflow)."""
     roles: dict[str, set[str]] = {}
     for spec in wf.slots.values():
         if spec.type != "free" or spec.values or is_place_slot(spec):
@@ -751,8 +753,16 @@ def _people(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
     names = [sp.name for sp in wf.slots.values() if sp.type == "free" and not sp.values
              and "name" in re.findall(r"[a-z]+", sp.name.lower())
              and not is_place_slot(sp)]
-    if not roles and not names:
-        return
+    return roles, names
+
+
+_NAMING_WORD = re.compile(r"\b(?:called|named|titled)\b", re.IGNORECASE)
+
+
+def _people(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
+    roles, names = wf.derived("extract.person_slots", _person_slots)
+    if not roles and not (names and _NAMING_WORD.search(turn.user)):
+        return  # without role slots only "called/named/titled X" can name someone
     after = turn.after()
     for span in name_spans(turn.user):
         if not free(span.start, span.end, "name") or not span.before:
