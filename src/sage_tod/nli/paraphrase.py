@@ -171,9 +171,9 @@ class ParaphraseEncoder:
         self.model_path = model_path
         self.threads = threads
         self.backend = backend
-        # int8 weights for the ONNX graph (2-3x faster on short n-grams; the S2 default,
-        # measured to change no decision: docs/results-speed.md); no effect on the
-        # SentenceTransformer fallback
+        # int8 weights for the ONNX graph (2-3x faster on short n-grams, no decision
+        # changed on the benchmark slices, but vectors depend on the batch: opt-in,
+        # docs/results-speed.md); no effect on the SentenceTransformer fallback
         self.int8 = int8
         self.cache_path = cache_path
         self._model: _OnnxEncoder | _SentenceTransformerEncoder | None = None

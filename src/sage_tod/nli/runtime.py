@@ -21,9 +21,12 @@ ENV_CACHE = "SAGE_TOD_NLI_CACHE"
 _OFF = {"", "none", "off", "memory", ":memory:", "0", "false"}
 _SCORERS: dict[tuple[str, str, str, int, int], NLIScorer] = {}
 _PARAS: dict[tuple[int, str, bool], ParaphraseEncoder] = {}
-# S2's paraphrase encoder runs int8 weights unless told otherwise: on every benchmark
-# slice it decided exactly what fp32 decides, 2-3x faster (docs/results-speed.md)
-DEFAULT_PARAPHRASE_INT8 = True
+# S2's paraphrase encoder runs fp32 unless told otherwise. int8 (dynamic quantisation) is
+# 2-3x faster and decided exactly what fp32 decides on every benchmark slice, but its
+# activation scale is computed over the whole batch, so a text's vector (and a
+# rationale's cosine) depends on what it was batched with: the same turn could read
+# differently in a resumed run or on the Ray engine (docs/results-speed.md, round 4)
+DEFAULT_PARAPHRASE_INT8 = False
 _LOCK = threading.Lock()
 
 

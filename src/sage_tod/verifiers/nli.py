@@ -417,7 +417,7 @@ def _choice(options: dict[str, Any], key: str, known: Any, env: str | None = Non
 
 def build_s2(options: dict[str, Any]) -> NLIVerifier:
     """Options: nli_model, tau, cache_path, backend, threads, template, window, uv_margin,
-    pc_template, pc_window, paraphrase (bool), paraphrase_int8 (bool, default on),
+    pc_template, pc_window, paraphrase (bool), paraphrase_int8 (bool, default off),
     meaning_claims (off or kinds), nli_batch_size, pc_state.
     Unknown keys are ignored. Every option is checked before a model is loaded or
     exported, so a bad value costs nothing; a model that was named (option or
