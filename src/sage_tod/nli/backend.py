@@ -126,16 +126,16 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     size = max(1, batch_size)
     sl = [lengths[i] for i in order]
     # best[j]: least cost of the first j pairs; cut[j]: where its last batch starts
-    best = [0] + [0] * n
+    best = [0] * (n + 1)
     cut = [0] * (n + 1)
     for j in range(1, n + 1):
         longest = sl[j - 1]  # sorted: the batch's last pair is its longest
-        top = None
-        for i in range(max(0, j - size), j):
+        i0 = max(0, j - size)
+        best[j], cut[j] = best[i0] + CALL_COST_TOKENS + (j - i0) * longest, i0
+        for i in range(i0 + 1, j):
             cost = best[i] + CALL_COST_TOKENS + (j - i) * longest
-            if top is None or cost < top:  # ties keep the earliest cut (fewer calls)
-                top, cut[j] = cost, i
-        best[j] = top if top is not None else 0
+            if cost < best[j]:  # ties keep the earliest cut (the longer last batch)
+                best[j], cut[j] = cost, i
     out: list[list[int]] = []
     j = n
     while j > 0:

@@ -8,7 +8,7 @@ evidence shown to a user points at exactly what was said.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
@@ -106,7 +106,7 @@ def _same_or_typo(tok: str, want: str) -> bool:
             and tok[0] == want[0] and _one_edit(tok, want))
 
 
-def _iter_tokens(text: str, needle: list[str], fuzzy: bool = False
+def _iter_tokens(text: str, needle: Sequence[str], fuzzy: bool = False
                  ) -> Iterator[tuple[int, int]]:
     """Every span of `text` whose tokens spell `needle` (or one token joining it)."""
     if not needle:
@@ -131,7 +131,7 @@ def _iter_tokens(text: str, needle: list[str], fuzzy: bool = False
             yield toks[i][1], toks[i + n - 1][2]
 
 
-def _find_tokens(text: str, needle: list[str], fuzzy: bool = False) -> tuple[int, int] | None:
+def _find_tokens(text: str, needle: Sequence[str], fuzzy: bool = False) -> tuple[int, int] | None:
     return next(_iter_tokens(text, needle, fuzzy), None)
 
 
@@ -259,7 +259,7 @@ def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = Fals
 
 
 @lru_cache(maxsize=8192)
-def _match_forms(written: tuple[str, ...], free: bool) -> tuple[list[str], ...]:
+def _match_forms(written: tuple[str, ...], free: bool) -> tuple[tuple[str, ...], ...]:
     """The token forms `find_values` looks for, longest first (so "city centre" wins over
     "centre"); memoised, since the same value is looked up in every text of a history."""
     forms = [basic_tokens(f) for f in written]
@@ -267,7 +267,8 @@ def _match_forms(written: tuple[str, ...], free: bool) -> tuple[list[str], ...]:
         forms += [f[1:] for f in forms if len(f) > 1 and f[0] in {"the", "a", "an"}]
         forms += _ampersand_forms(forms)
     forms = [[t for t in f if t != "s"] or f for f in forms]  # possessives, as in the text
-    return tuple(sorted(forms, key=len, reverse=True))
+    # tuples: the memo hands the same forms to every caller, so they must not change
+    return tuple(tuple(f) for f in sorted(forms, key=len, reverse=True))
 
 
 # the comparative, the superlative and the adverb of an adjective value state it:
@@ -296,7 +297,7 @@ def _ampersand_forms(forms: list[list[str]]) -> list[list[str]]:
 _NAME_RATIO = 0.9  # "cafe uno" / "caffe uno" .94; "pizza hut city centre" / "... fen ditton" .6
 
 
-def _similar_spans(text: str, needle: list[str]) -> list[tuple[int, int]]:
+def _similar_spans(text: str, needle: Sequence[str]) -> list[tuple[int, int]]:
     """Spans of as many tokens as a multi-word name that spell it nearly the same
     (character ratio >= .9, same first letter): "cafe uno" for "Caffe Uno"."""
     n = len(needle)
