@@ -93,6 +93,8 @@ def bundle() -> SpecBundle:
     # MWZ test, development subset (mwzeval/dev_dialogues.json): PMUL3239 turn 2
     ("saturday and should depart from cambridge by 12 30", "12 30", "12:30"),
     ("Can we meet at quarter to 2 pm ?", "quarter to 2 pm", "13:45"),  # made up
+    ("Could we leave at eleven fifteen ?", "eleven fifteen", "11:15"),  # made up
+    ("a table around six forty five please", "six forty five", "06:45"),  # made up
 ])
 def test_times_people_write_read_as_their_clock_time(text: str, said: str, key: str) -> None:
     mentions = [m for m in find_times(text) if text[m.start:m.end] == said]
@@ -119,6 +121,9 @@ def test_a_time_carries_its_relation() -> None:
     "it is at 11 Peas Hill",  # made up: an address
     "at 7.5 miles from the centre",  # made up: a distance
     "i need 2 30 minute slots",  # made up: spaced digits without a time word
+    "how about one that serves european food ?",  # MWZ val SNG0554: the pronoun
+    "Are you sure ? I could have sworn someone told me about one .",  # MWZ val PMUL3850
+    "we will be at two different hotels",  # made up: a count, not a time
 ])
 def test_look_alikes_are_no_times(text: str) -> None:
     assert find_times(text) == []

@@ -376,3 +376,14 @@ def test_iuv_claims_read_as_english() -> None:
     # a description that is a question keeps its words (SGD-X writes them so)
     assert back == "The user wants the What date to return car? to be chinese."
     assert stars == "The user wants the Star rating of the hotel to be chinese."
+
+
+def test_the_clock_time_rule_does_not_decide_what_it_cannot_read(spec: SpecBundle) -> None:
+    # an hour in words after a time word is read ("at seven"); a number after a time word
+    # that nothing reads ("by half seven", "at 11 Peas Hill") makes the rule step aside
+    ctx = _ctx(spec, "train", "I need to leave at seven please .", {"train-leaveat": "19:00"})
+    assert _s1(ctx, "train-leaveat") is Outcome.FALSE
+    unread = _ctx(spec, "train", "I need to leave by half seven .", {"train-leaveat": "19:30"})
+    assert _s1(unread, "train-leaveat") is Outcome.ABSTAIN  # made up; S2 decides
+    address = _ctx(spec, "train", "I am staying at 11 Peas Hill .", {"train-leaveat": "11:15"})
+    assert _s1(address, "train-leaveat") is Outcome.ABSTAIN  # made up

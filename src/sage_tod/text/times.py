@@ -67,6 +67,19 @@ _WORD_TIME_RE = re.compile(
     r"(?:\s+(?:in\s+the\s+)?(?P<part>morning|afternoon|evening|night|tonight|"
     r"a\.?\s?m\b\.?|p\.?\s?m\b\.?))?\b"
 )
+# an hour in words after a time word, with its minutes in words ("at seven", "leave at
+# eleven fifteen", "around six forty five"), as a bare digit hour after a time word is
+_MINUTE_WORDS = {"o five": 5, "oh five": 5, "ten": 10, "fifteen": 15, "twenty": 20,
+                 "twenty five": 25, "thirty": 30, "thirty five": 35, "forty": 40,
+                 "forty five": 45, "fifty": 50, "fifty five": 55}
+_WORD_HOUR_AFTER_CUE_RE = re.compile(
+    r"\b(?:at|by|after|before|around|about|until|till|from)\s+(?P<hw>one|two|three|four|five"
+    r"|six|seven|eight|nine|ten|eleven|twelve)(?:\s+(?P<mw>o\s?five|oh\s?five|"
+    r"(?:twenty|thirty|forty|fifty)(?:[\s-]five)?|ten|fifteen))?\b"
+    r"(?!\s+(?:people|persons?|nights?|stars?|minutes?|hours?|days?|guests?|tickets?|rooms?"
+    r"|of|or more|different|more|other|places?|options?|hotels?|restaurants?|trains?"
+    r"|adults?|children|kids|seats?|that|which|who|with|where|near|in|for|you|i|we|they"
+    r"|is|are|was|were)\b)")
 _PM_PARTS = frozenset({"afternoon", "evening", "night", "tonight", "pm"})
 _AM_PARTS = frozenset({"morning", "am"})
 _PART = r"(morning|afternoon|evening|night|tonight)"
@@ -228,6 +241,17 @@ def _word_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
             if hour == 12:
                 readings.add("12:00" if minute == 0 else f"12:{minute:02d}")
         out.append((m.start(), m.end(), frozenset(readings)))
+    for m in _WORD_HOUR_AFTER_CUE_RE.finditer(folded):
+        start = m.start("hw")
+        if any(a < m.end() and start < b for a, b, _ in out):
+            continue  # "at seven o'clock", "at half past seven": read above
+        if m.group("hw") == "one" and not m.group("mw"):
+            continue  # "how about one that serves ...": the pronoun, far more often
+        hour = _HOUR_WORDS[m.group("hw")]
+        minute = _MINUTE_WORDS[re.sub(r"[\s-]+", " ", m.group("mw"))] if m.group("mw") else 0
+        readings = {f"{hour:02d}:{minute:02d}"} if hour == 12 else {
+            f"{hour:02d}:{minute:02d}", f"{hour + 12:02d}:{minute:02d}"}
+        out.append((start, m.end(), frozenset(readings)))
     return out
 
 

@@ -205,6 +205,23 @@ def _count_in_times(ctx: TurnContext, value: str, wf: Workflow) -> list[tuple[Sp
     return out
 
 
+# a number right after a time word: a time unless the reader says why not
+_CLOCKISH = re.compile(r"\b(?:at|by|after|before|around|about|until|till)\s+(?:half\s+)?"
+                       r"(?:\d{1,2}\b|one|two|three|four|five|six|seven|eight|nine|ten"
+                       r"|eleven|twelve)\b", re.IGNORECASE)
+
+
+def _unread_clock(text: str) -> bool:
+    """`text` has a number after a time word that no time mention covers: the clock-time
+    rule does not know what it says, so it does not decide."""
+    mentions = find_times(text)
+    for m in _CLOCKISH.finditer(text):
+        start = m.end() - len(m.group().split()[-1])
+        if not any(t.start <= start < t.end for t in mentions):
+            return True
+    return False
+
+
 def _negated(text: str, start: int) -> bool:
     """A negation among the three words before `start`, within the same clause; not a
     bound ("no later than 21:45")."""
@@ -278,8 +295,10 @@ def _time_nowhere(ctx: TurnContext, slot: str, value: str) -> str | None:
     spec = ctx.spec.slot(slot, ctx.workflow)
     if spec is None or spec.type != "time" or normalize_time(value) is None:
         return None
-    said = sorted({r for _, _, text in _history_sources(ctx) for m in find_times(text)
-                   for r in m.readings})
+    texts = [text for _, _, text in _history_sources(ctx)]
+    if any(_unread_clock(text) for text in texts):
+        return None  # "at 11 Peas Hill", "by half seven": a number the reader did not take
+    said = sorted({r for text in texts for m in find_times(text) for r in m.readings})
     shown = ", ".join(said[:6]) + (" ..." if len(said) > 6 else "")
     return (f"no time stated in h_<t ∪ u_t reads as {value!r} for {slot}"
             + (f" (times read: {shown})" if said else " (no time is stated at all)"))
