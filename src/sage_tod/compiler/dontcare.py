@@ -56,8 +56,6 @@ _CLAUSE_CUT = re.compile(r"\b(?:but|as long as|so long as|though|although|just|o
                          r"|except|i want|i need|i would like|i'd like|we want|we need)\b"
                          r"|\band\b|[,.;!?]")
 _ASKED_CLAUSE = re.compile(r"[^.!?,]*\?")
-# a waiver whose slot is read from the options the agent listed, not from a word
-ALTERNATIVES_CONFIDENCE = 0.9
 _TIME_WORDS = frozenset({"when", "time", "times", "leave", "arrive", "depart", "departure"})
 
 
@@ -87,18 +85,16 @@ def _glue(text: str) -> tuple[str, list[int]]:
     return _GLUED.sub("", low), where
 
 
-def _last_questions(turn: Turn) -> str:
-    """The clauses of the agent's last turn that end in a question mark."""
-    history = turn.history or ()
-    if not history:
-        return ""
-    # the end of the turn, where its questions are (bounded: a turn may be very long)
-    return " ".join(m.group(0) for m in _ASKED_CLAUSE.finditer(history[-1].agent[-400:].lower()))
-
-
 def _last_agent(turn: Turn) -> str:
+    """The end of the agent's last turn, where its questions and options are (bounded: a
+    turn may be very long)."""
     history = turn.history or ()
     return history[-1].agent[-400:] if history else ""
+
+
+def _last_questions(turn: Turn) -> str:
+    """The clauses of the agent's last turn that end in a question mark."""
+    return " ".join(m.group(0) for m in _ASKED_CLAUSE.finditer(_last_agent(turn).lower()))
 
 
 _COUNTED = re.compile(r"\b(\d{1,2})\s*-?\s*([a-z]+)")
@@ -198,11 +194,8 @@ def find_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
             cut_after = _CLAUSE_CUT.search(after)
             clause = (before[cut_before:] + " " + m.group(0) + " "
                       + (after[:cut_after.start()] if cut_after else after))
-            slots = _pointed(wf, clause, waivable) or _pointed(wf, asked, waivable)
-            offered = False
-            if not slots:
-                slots = _alternatives(wf, _last_agent(turn), waivable)
-                offered = True
+            slots = (_pointed(wf, clause, waivable) or _pointed(wf, asked, waivable)
+                     or _alternatives(wf, _last_agent(turn), waivable))
             if not slots:
                 continue
             if cut_after and cut_after.group(0) == "but" and _qualified(
@@ -211,7 +204,7 @@ def find_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
                 # the same slot gets a preference at once, so the waiver is not claimed;
                 # "Area doesn't matter, but I'd like it moderate" waives the area
                 continue
-            conf = ALTERNATIVES_CONFIDENCE if offered else 0.9
+            conf = 0.9
             out.append(Waiver(slots, where[m.start()], where[m.end() - 1] + 1,
                               conf if len(slots) == 1 else 0.5))
         bare = _BARE_NO.match(sent.text)  # "No, it doesn't." to "Does price matter?" too

@@ -232,14 +232,17 @@ def extract_user_values(turn: Turn, wf: Workflow, spec: SpecBundle | None = None
             out.append(Extraction(uv.value, (uv.slot,), start, end, uv.confidence,
                                   "user_values"))
         return [e for e in out if e.confidence >= EXTRACTION_FLOOR]
-    others = _other_workflow_words(spec, wf) if spec is not None else frozenset()
+    others = (spec.derived(f"extract.other_workflow_words:{wf.id}",
+                           lambda sp: _other_workflow_words(sp, wf))
+              if spec is not None else frozenset())
     return [e for e in _extract_from_text(turn, wf, others)
             if e.confidence >= EXTRACTION_FLOOR]
 
 
 def _other_workflow_words(spec: SpecBundle, wf: Workflow) -> frozenset[str]:
     """The words that name the spec's other workflows ("attraction", "train") and not
-    this one: a search that names one of them is not a search of this workflow."""
+    this one: a search that names one of them is not a search of this workflow (built
+    once per spec and workflow)."""
     own = set(domain_words(wf)) | {w for w in basic(wf.id).split() if len(w) > 2}
     out = {w for other in spec.workflows.values() if other.id != wf.id
            for w in (set(domain_words(other)) | set(basic(other.id).split())) if len(w) > 2}
@@ -364,6 +367,8 @@ class _Free(Protocol):
 
 # (length, form, canonical value, slot, anchor tokens, the form without spaces)
 _Form = tuple[int, str, str, SlotSpec, frozenset[str] | None, str]
+
+
 def _categorical_forms(wf: Workflow) -> list[_Form]:
     """Every surface form `_categorical` looks for, longest first, with the tokens a text
     must hold for `find_value` to find it (`match.anchor_tokens`); built once per

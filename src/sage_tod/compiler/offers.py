@@ -181,6 +181,12 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
     agent = history[-1].agent
     if not _OFFER_QUESTION.search(agent):
         return None  # nothing proposed ("Booking was successful. Anything else?")
+    names = offered_names(agent, wf)
+    if len(names) != 1:
+        return None  # nothing offered, or several: which one is taken is not said
+    held = turn.after().get(slot)
+    if held and overlaps(held, names[0]):
+        return None  # s_t records it, in another spelling ("pizza hut fenditton")
     span = accepts(turn.user)
     plain = span is not None
     if span is None:
@@ -188,14 +194,8 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
         # acceptance too, but the user may be booking something else
         b = _BOOKING_WORDS.search(turn.user)
         if b is None or not _BOOKING_WORDS.search(agent) or _REFUSE.search(turn.user):
-            return _named_back(turn, agent, wf, slot)
+            return _named_back(turn, names[0], wf, slot)
         span = b.start(), b.end()
-    names = offered_names(agent, wf)
-    if len(names) != 1:
-        return None  # nothing offered, or several: which one is taken is not said
-    held = turn.after().get(slot)
-    if held and overlaps(held, names[0]):
-        return None  # s_t records it, in another spelling ("pizza hut fenditton")
     # a plain "yes" to booking the one name offered, or to a proposal ("How about X?",
     # "Would that work for you?"): sure. Anything less ("Would you like the address?" -
     # "Yes"; a booking request that does not say yes) is not claimed: S2 reads u_t
@@ -215,18 +215,12 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
 NAMED_BACK_CONFIDENCE = 0.6
 
 
-def _named_back(turn: Turn, agent: str, wf: Workflow, slot: str) -> Acceptance | None:
-    """u_t says the one name the agent's last turn offered, not to turn it down."""
-    names = offered_names(agent, wf)
-    if len(names) != 1:
-        return None
-    hit = find_value(turn.user, names[0], wf.slots.get(slot), fuzzy=True)
+def _named_back(turn: Turn, name: str, wf: Workflow, slot: str) -> Acceptance | None:
+    """u_t says `name`, the one name the agent's last turn offered, not to turn it down."""
+    hit = find_value(turn.user, name, wf.slots.get(slot), fuzzy=True)
     if hit is None:
         return None
     clause = _CLAUSE.split(turn.user[hit.end:], maxsplit=1)[0]
     if _REFUSE.search(turn.user[max(0, hit.start - 30):hit.start]) or _REFUSE.search(clause):
         return None  # "not the Oak Bistro", "the Oak Bistro is not what I want"
-    held = turn.after().get(slot)
-    if held and overlaps(held, names[0]):
-        return None
-    return Acceptance(slot, names[0], hit.start, hit.end, NAMED_BACK_CONFIDENCE)
+    return Acceptance(slot, name, hit.start, hit.end, NAMED_BACK_CONFIDENCE)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -28,13 +28,14 @@ from sage_tod.contracts.predicate import (
 )
 from sage_tod.contracts.safejson import UnsafeDocument, check_tree, parse_json
 from sage_tod.text.keys import normalize_typed
+from sage_tod.text.memo import remembered
 from sage_tod.text.normalize import is_unset, synonym_table
 
 SlotType = Literal["categorical", "free", "number", "time", "date", "boolean"]
 
 
 _T = TypeVar("_T")
-_KEYS_MAX = 20_000  # values remembered per slot by `SlotSpec.normalize`
+_KEYS_MAX = 20_000  # values remembered per slot by `normalize` and `surface_forms`
 
 
 class SlotSpec(BaseModel):
@@ -68,13 +69,8 @@ class SlotSpec(BaseModel):
         """The comparison key of `value` for this slot (`text.keys.normalize_typed`),
         memoised per slot: the diff, S1 and the extractor ask for the same few values
         again and again."""
-        keys = self._keys
-        key = keys.get(value)
-        if key is None:
-            if len(keys) >= _KEYS_MAX:  # bounded, whatever a long log's values
-                keys.clear()
-            key = keys[value] = normalize_typed(value, self.type, self.table)
-        return key
+        return remembered(self._keys, value,
+                          lambda v: normalize_typed(v, self.type, self.table), _KEYS_MAX)
 
     @cached_property
     def _forms(self) -> dict[str, tuple[str, ...]]:
@@ -83,14 +79,12 @@ class SlotSpec(BaseModel):
     def surface_forms(self, value: str) -> list[str]:
         """Every way the schema lets `value` be written: itself plus its synonyms
         (memoised per slot, like `normalize`)."""
-        known = self._forms.get(value)
-        if known is None:
-            canon = self.table.get(normalize_typed(value, "free"), value)
-            known = tuple(dict.fromkeys([value, canon, *self.synonyms.get(canon, ())]))
-            if len(self._forms) >= _KEYS_MAX:
-                self._forms.clear()
-            self._forms[value] = known
-        return list(known)
+        forms: tuple[str, ...] = remembered(self._forms, value, self._written_forms, _KEYS_MAX)
+        return list(forms)
+
+    def _written_forms(self, value: str) -> tuple[str, ...]:
+        canon = self.table.get(normalize_typed(value, "free"), value)
+        return tuple(dict.fromkeys([value, canon, *self.synonyms.get(canon, ())]))
 
 
 class _AnyBucket(BaseModel):
@@ -156,7 +150,24 @@ class _SpecFileModel(BaseModel):
 
 
 @dataclass(frozen=True)
-class Workflow:
+class _Derives:
+    """A validated spec part that keeps the tables derived from it (the extractor's value
+    forms, the cue index, the waivable slots, the other workflows' words): every turn
+    asks for the same ones, and a spec never changes after loading."""
+
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False,
+                                     compare=False)
+
+    def derived(self, key: str, build: Callable[[Self], _T]) -> _T:
+        """`build(self)`, computed the first time `key` is asked for and kept."""
+        got = self._derived.get(key)
+        if got is None:
+            got = self._derived[key] = build(self)
+        return got
+
+
+@dataclass(frozen=True)
+class Workflow(_Derives):
     """A validated workflow, with the queries the compiler and S1 need."""
 
     id: str
@@ -172,18 +183,6 @@ class Workflow:
     confirmation_cues: tuple[str, ...]
     any_buckets: frozenset[int] = frozenset()  # indices into `buckets` that are any-of
     tools: Mapping[str, ToolSpec] = field(default_factory=dict)  # tool name -> mapping
-    # tables derived from this workflow once (see `derived`); not part of its identity
-    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False,
-                                     compare=False)
-
-    def derived(self, key: str, build: Callable[[Workflow], _T]) -> _T:
-        """A table computed from this workflow once and kept with it (the extractor's
-        value forms, the cue index, the waivable slots): every turn asks for the same
-        ones, and a workflow never changes."""
-        got = self._derived.get(key)
-        if got is None:
-            got = self._derived[key] = build(self)
-        return got
 
     def slot(self, name: str) -> SlotSpec | None:
         return self.slots.get(name)
@@ -246,7 +245,7 @@ class Workflow:
 
 
 @dataclass(frozen=True)
-class SpecBundle:
+class SpecBundle(_Derives):
     """Every workflow of one spec file; the schema S is the union of their slots."""
 
     path: str

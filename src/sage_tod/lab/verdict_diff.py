@@ -94,9 +94,9 @@ def diff_files(a: Path, b: Path, name: str = "", ignored: Iterable[str] = IGNORE
 
 def _verdict_files(root: Path) -> dict[str, Path]:
     base = root / "runs" if (root / "runs").is_dir() else root
+    # (a run's `.meta.json` sidecar has none of these suffixes)
     return {str(p.relative_to(base)): p for p in sorted(base.rglob("*"))
-            if p.is_file() and p.suffix.lower() in _SUFFIXES
-            and not p.name.endswith(".meta.json")}
+            if p.is_file() and p.suffix.lower() in _SUFFIXES}
 
 
 def diff_runs(a: Path, b: Path, ignored: Iterable[str] = IGNORED) -> list[FileDiff]:

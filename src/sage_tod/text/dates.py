@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
+from sage_tod.text.memo import memo_list
 from sage_tod.text.normalize import fold
 from sage_tod.text.spans import Taken
 
@@ -149,18 +149,10 @@ def _key(kind: str, m: re.Match[str]) -> str | None:
     return None
 
 
+@memo_list(maxsize=4096)
 def find_dates(text: str) -> list[DateMention]:
     """Dates stated in `text`, earliest first, without overlaps (longest reading wins).
     Memoised per text (S1 reads the same history for every date value)."""
-    return list(_dates_in(text))
-
-
-@lru_cache(maxsize=4096)
-def _dates_in(text: str) -> tuple[DateMention, ...]:
-    return tuple(_find_dates(text))
-
-
-def _find_dates(text: str) -> list[DateMention]:
     folded = fold(text)
     if len(folded) != len(text):
         folded = text.lower()

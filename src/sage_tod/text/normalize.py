@@ -16,6 +16,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
+from sage_tod.text.memo import remembered
 from sage_tod.text.numbers import COUNT_NOUNS, NUMBER_WORDS
 
 # Spelling variants folded to one token everywhere (British/American and common
@@ -58,9 +59,9 @@ def tokens_with_spans(text: str) -> tuple[Token, ...]:
     out: list[Token] = []
     for m in _TOKEN_RE.finditer(folded):
         raw = m.group()
-        pieces = _PIECES.get(raw)
+        pieces = _PIECES.get(raw)  # looked up here first: this loop is the hottest there is
         if pieces is None:
-            pieces = _pieces(raw)
+            pieces = remembered(_PIECES, raw, _pieces, _PIECES_MAX)
         a, b = m.span()
         for piece in pieces:
             out.append((piece, a, b))
@@ -70,15 +71,11 @@ def tokens_with_spans(text: str) -> tuple[Token, ...]:
 # raw token -> its normalised pieces ("guesthouse" -> ("guest", "house")): a dialogue
 # corpus has a few thousand distinct words, and each is normalised once, not per mention
 _PIECES: dict[str, tuple[str, ...]] = {}
-_PIECES_MAX = 100_000
+_PIECES_MAX = 100_000  # bounded, whatever the input's vocabulary
 
 
 def _pieces(raw: str) -> tuple[str, ...]:
-    pieces = tuple(normalize_token(raw).split())
-    if len(_PIECES) >= _PIECES_MAX:  # bounded, whatever the input's vocabulary
-        _PIECES.clear()
-    _PIECES[raw] = pieces
-    return pieces
+    return tuple(normalize_token(raw).split())
 
 
 @lru_cache(maxsize=4096)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+
+from sage_tod.text.memo import memo_list
 
 _SENTENCE_RE = re.compile(r"[^.!?]+[.!?]*")
 _SENTENCE_OR_CLAUSE_RE = re.compile(r"[^.!?;]+[.!?;]*")
@@ -30,17 +31,13 @@ class Sentence:
     text: str
 
 
+@memo_list(maxsize=4096)
 def sentences(text: str, *, semicolons: bool = False) -> list[Sentence]:
     """The sentences of `text` in order; blank pieces are dropped.
 
     `semicolons` also cuts at ";" (see the module docstring). Memoised per text: the
     extractor's readers each cut the same utterance.
     """
-    return list(_cut(text, semicolons))
-
-
-@lru_cache(maxsize=4096)
-def _cut(text: str, semicolons: bool) -> tuple[Sentence, ...]:
     pattern = _SENTENCE_OR_CLAUSE_RE if semicolons else _SENTENCE_RE
     out = []
     for m in pattern.finditer(text):
@@ -50,4 +47,4 @@ def _cut(text: str, semicolons: bool) -> tuple[Sentence, ...]:
         lead = len(raw) - len(raw.lstrip())
         trail = len(raw) - len(raw.rstrip())
         out.append(Sentence(m.start() + lead, m.end() - trail, raw.strip()))
-    return tuple(out)
+    return out

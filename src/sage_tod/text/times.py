@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
+from sage_tod.text.memo import memo_list
 from sage_tod.text.normalize import fold
 from sage_tod.text.spans import Coverage
 
@@ -61,9 +61,10 @@ _COUNT_WORDS = frozenset({"people", "persons", "nights", "stars", "minutes", "ho
                           "guests"})
 _HOUR_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+_HOUR_ALT = "|".join(_HOUR_WORDS)  # "one|two|...|twelve", for the patterns below
 _WORD_TIME_RE = re.compile(
-    r"\b(?:(?P<q>half|quarter)\s+(?P<rel>past|to)\s+)?(?P<hw>one|two|three|four|five|six|"
-    r"seven|eight|nine|ten|eleven|twelve)(?:\s+o'?\s?clock)?"
+    r"\b(?:(?P<q>half|quarter)\s+(?P<rel>past|to)\s+)?(?P<hw>" + _HOUR_ALT + r")"
+    r"(?:\s+o'?\s?clock)?"
     r"(?:\s+(?:in\s+the\s+)?(?P<part>morning|afternoon|evening|night|tonight|"
     r"a\.?\s?m\b\.?|p\.?\s?m\b\.?))?\b"
 )
@@ -73,8 +74,8 @@ _MINUTE_WORDS = {"o five": 5, "oh five": 5, "ten": 10, "fifteen": 15, "twenty": 
                  "twenty five": 25, "thirty": 30, "thirty five": 35, "forty": 40,
                  "forty five": 45, "fifty": 50, "fifty five": 55}
 _WORD_HOUR_AFTER_CUE_RE = re.compile(
-    r"\b(?:at|by|after|before|around|about|until|till|from)\s+(?P<hw>one|two|three|four|five"
-    r"|six|seven|eight|nine|ten|eleven|twelve)(?:\s+(?P<mw>o\s?five|oh\s?five|"
+    r"\b(?:at|by|after|before|around|about|until|till|from)\s+(?P<hw>" + _HOUR_ALT + r")"
+    r"(?:\s+(?P<mw>o\s?five|oh\s?five|"
     r"(?:twenty|thirty|forty|fifty)(?:[\s-]five)?|ten|fifteen))?\b"
     r"(?!\s+(?:people|persons?|nights?|stars?|minutes?|hours?|days?|guests?|tickets?|rooms?"
     r"|of|or more|different|more|other|places?|options?|hotels?|restaurants?|trains?"
@@ -255,6 +256,22 @@ def _word_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
     return out
 
 
+# a number right after a time word: a time, unless the reader says why not
+_CLOCKISH = re.compile(r"\b(?:at|by|after|before|around|about|until|till)\s+(?:half\s+)?"
+                       r"(?:\d{1,2}\b|" + _HOUR_ALT + r")\b", re.IGNORECASE)
+
+
+def has_unread_clock(text: str) -> bool:
+    """`text` has a number after a time word that no time `find_times` reads covers
+    ("at 11 Peas Hill", "by half seven"): what it says about the clock is unknown."""
+    mentions = find_times(text)
+    for m in _CLOCKISH.finditer(text):
+        start = m.end() - len(m.group().split()[-1])
+        if not any(t.start <= start < t.end for t in mentions):
+            return True
+    return False
+
+
 def _hm(reading: str) -> tuple[int, int]:
     h, m = reading.split(":")
     return int(h), int(m)
@@ -328,6 +345,7 @@ def _word_before(folded: str, start: int) -> list[str]:
     return folded[max(0, start - _AROUND):start].split()[-1:] if start else []
 
 
+@memo_list(maxsize=4096)
 def find_times(text: str) -> list[TimeMention]:
     """The times `text` states, earliest first, each with every HH:MM it may mean.
 
@@ -336,15 +354,6 @@ def find_times(text: str) -> list[TimeMention]:
     around it ("2 in the afternoon", "half past 6"). Memoised per text: S1 reads
     the same history utterances for every time value of a dialogue.
     """
-    return list(_times_in(text))
-
-
-@lru_cache(maxsize=4096)
-def _times_in(text: str) -> tuple[TimeMention, ...]:
-    return tuple(_find_times(text))
-
-
-def _find_times(text: str) -> list[TimeMention]:
     folded = fold(text)
     if len(folded) != len(text):
         folded = text.lower()

@@ -8,6 +8,7 @@ Every decision has margin 1.0; it costs nothing and takes microseconds.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from sage_tod.text.booleans import is_dontcare
 from sage_tod.text.match import find_dontcare, find_values, is_negated
 from sage_tod.text.normalize import basic_tokens, fold
 from sage_tod.text.numbers import read_number
-from sage_tod.text.times import find_times, normalize_time
+from sage_tod.text.times import find_times, has_unread_clock, normalize_time
 from sage_tod.verifiers.base import Item
 from sage_tod.verifiers.roles import Role, other_domain, other_role
 
@@ -205,23 +206,6 @@ def _count_in_times(ctx: TurnContext, value: str, wf: Workflow) -> list[tuple[Sp
     return out
 
 
-# a number right after a time word: a time unless the reader says why not
-_CLOCKISH = re.compile(r"\b(?:at|by|after|before|around|about|until|till)\s+(?:half\s+)?"
-                       r"(?:\d{1,2}\b|one|two|three|four|five|six|seven|eight|nine|ten"
-                       r"|eleven|twelve)\b", re.IGNORECASE)
-
-
-def _unread_clock(text: str) -> bool:
-    """`text` has a number after a time word that no time mention covers: the clock-time
-    rule does not know what it says, so it does not decide."""
-    mentions = find_times(text)
-    for m in _CLOCKISH.finditer(text):
-        start = m.end() - len(m.group().split()[-1])
-        if not any(t.start <= start < t.end for t in mentions):
-            return True
-    return False
-
-
 def _negated(text: str, start: int) -> bool:
     """A negation among the three words before `start`, within the same clause; not a
     bound ("no later than 21:45")."""
@@ -288,15 +272,13 @@ def _time_nowhere(ctx: TurnContext, slot: str, value: str) -> str | None:
     says 13:45.") is entailed by any other time in u_t. Off with
     `SAGE_TOD_S1_TIMES=0`.
     """
-    import os
-
     if os.environ.get("SAGE_TOD_S1_TIMES", "1") == "0":
         return None
     spec = ctx.spec.slot(slot, ctx.workflow)
     if spec is None or spec.type != "time" or normalize_time(value) is None:
         return None
     texts = [text for _, _, text in _history_sources(ctx)]
-    if any(_unread_clock(text) for text in texts):
+    if any(has_unread_clock(text) for text in texts):
         return None  # "at 11 Peas Hill", "by half seven": a number the reader did not take
     said = sorted({r for text in texts for m in find_times(text) for r in m.readings})
     shown = ", ".join(said[:6]) + (" ..." if len(said) > 6 else "")
