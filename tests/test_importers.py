@@ -237,27 +237,29 @@ def test_mwzeval_without_its_module_is_a_clear_error(tmp_path: Path) -> None:
         import_file("mwzeval", p, load_spec(LOGS / "multiwoz-restaurant-spec.yaml"))
 
 
-def test_tool_results_can_be_shown_as_history() -> None:
+def test_tool_calls_and_results_are_structured_in_turns_and_history() -> None:
+    """Each turn holds its calls with arguments and parsed results; later turns see
+    them in their history entries; --tool-results is accepted and changes nothing."""
     bundle = load_spec(AIRLINE)
     plain = import_file("tau-bench", LOGS / "tau2-bench-airline-simulation.json", bundle)
     shown = import_file("tau-bench", LOGS / "tau2-bench-airline-simulation.json", bundle,
                         tool_results=True)
-    assert [t["user"] for t in plain.turns] == [t["user"] for t in shown.turns]
-    assert [t["state_after"] for t in plain.turns] == [t["state_after"] for t in shown.turns]
-    first_lookup = next(i for i, t in enumerate(shown.turns) if t["meta"]["tool_calls"])
-    t = shown.turns[first_lookup]
-    n_plain = len(plain.turns[first_lookup]["history"])
-    added = t["history"][n_plain:]  # one entry per call with a result, in call order
-    assert [a["agent"].split("]")[0] for a in added] == [
-        "[tool get_reservation_details", "[tool get_flight_status",
-        "[tool get_flight_status"]
-    assert all(a["user"] == "" for a in added) and "emma_kim_9957" in added[0]["agent"]
-    # they stay in the history of later turns, before the turn they came from; the next
-    # turn's own result (cancel_reservation) comes last in its history
-    later = shown.turns[first_lookup + 1]["history"]
-    assert later[-5:-2] == added and later[-2]["user"] == t["user"]
-    assert later[-1]["agent"].startswith("[tool cancel_reservation]")
-    assert shown.records(bundle).records
+    assert plain.turns == shown.turns
+    first_lookup = next(i for i, t in enumerate(plain.turns) if t["tool_calls"])
+    t = plain.turns[first_lookup]
+    assert [c["name"] for c in t["tool_calls"]] == [
+        "get_reservation_details", "get_flight_status", "get_flight_status"]
+    res = t["tool_calls"][0]["result"]
+    assert isinstance(res, dict) and res["user_id"] == "emma_kim_9957"
+    assert t["tool_calls"][0]["error"] is False and t["tool_calls"][0]["id"]
+    later = plain.turns[first_lookup + 1]
+    assert later["history"][-1]["user"] == t["user"]
+    assert later["history"][-1]["tool_calls"] == t["tool_calls"]
+    assert later["tool_calls"][0]["name"] == "cancel_reservation"
+    recs = plain.records(bundle).records
+    assert recs[first_lookup].turn.tool_calls is not None
+    assert recs[first_lookup + 1].turn.history is not None
+    assert recs[first_lookup + 1].turn.history[-1].tool_calls[0].name == "get_reservation_details"
 
 
 def test_logs_doc_python_example_runs(monkeypatch: pytest.MonkeyPatch,

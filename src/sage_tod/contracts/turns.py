@@ -36,12 +36,32 @@ MAX_TEXT_CHARS = 200_000
 Text = Annotated[StrictStr, Field(max_length=MAX_TEXT_CHARS)]
 
 
+class ToolCall(BaseModel):
+    """One tool call the agent made, with what the tool returned.
+
+    Tool-calling agents commit by calling tools, and what they may write comes
+    from the results of earlier calls: both are evidence, so they are kept
+    structured (name, arguments, result) rather than flattened into text.
+    `result` is the tool's answer as logged: a JSON value when the log holds
+    one (or a string that parses as JSON), else the text; `error` marks a call
+    the tool refused (it changed nothing).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: StrictStr | None = None
+    name: StrictStr = Field(min_length=1)
+    arguments: dict[StrictStr, Any] = Field(default_factory=dict)
+    result: Any = None
+    error: StrictBool = False
+
+
 class HistoryEntry(BaseModel):
-    """One earlier exchange of the dialogue."""
+    """One earlier exchange of the dialogue, with the agent's tool calls in it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     user: Text = ""
     agent: Text = ""
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class UserValue(BaseModel):
@@ -88,6 +108,7 @@ class Turn(BaseModel):
     history: tuple[HistoryEntry, ...] | None = None
     user_values: tuple[UserValue, ...] | None = None
     agent_acts: AgentActs | None = None
+    tool_calls: tuple[ToolCall, ...] | None = None
 
     @property
     def key(self) -> str:
@@ -362,7 +383,7 @@ class _History:
         if t.history is None:
             t = t.model_copy(update={"history": tuple(past)})
             rec = TurnRecord(turn=t, gold=rec.gold, meta=rec.meta, line=rec.line)
-        past.append(HistoryEntry(user=t.user, agent=t.agent))
+        past.append(HistoryEntry(user=t.user, agent=t.agent, tool_calls=t.tool_calls or ()))
         return rec
 
 

@@ -96,7 +96,8 @@ def explicit_history(turns: Iterable[Turn | TurnRecord | Mapping[str, Any]],
         past = so_far.setdefault(turn.dialogue_id, [])
         if turn.history is None:
             turn = turn.model_copy(update={"history": tuple(past)})
-        past.append(HistoryEntry(user=turn.user, agent=turn.agent))
+        past.append(HistoryEntry(user=turn.user, agent=turn.agent,
+                                 tool_calls=turn.tool_calls or ()))
         yield turn
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from sage_tod.compiler.detect import detect_requests
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.safejson import UnsafeDocument, parse_json
 from sage_tod.contracts.spec import SpecBundle, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.importers.base import ImportResult, Skipped, TurnDict
@@ -229,10 +230,34 @@ def choose_workflow(spec: SpecBundle, msgs: Sequence[Message], fixed: str | None
 class _Open:
     user: str
     agent: list[str] = field(default_factory=list)
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)  # meta.tool_calls
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the turn's tool_calls
     confirm: bool = False
     first: int = 0
-    results: list[dict[str, str]] = field(default_factory=list)  # shown tool results
+
+
+# What a τ-bench / τ²-bench user simulator sends to end the episode: a control token for the
+# harness, not a message to the agent, so it opens no turn (docs/logs.md).
+SIMULATOR_CONTROL = frozenset({"###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"})
+
+
+def result_value(text: str) -> Any:
+    """A tool result as logged: the JSON value when the text is a JSON object or list
+    (τ²-bench and most agents log results that way), else the text itself."""
+    t = text.strip()
+    if t[:1] in ("{", "["):
+        try:
+            return parse_json(t)
+        except (json.JSONDecodeError, UnsafeDocument):
+            return text  # kept as text: still evidence, never a lost result
+    return text
+
+
+def tool_call_record(c: Call, result: Message | None) -> dict[str, Any]:
+    """One call in the turns format's `tool_calls` shape (docs/formats.md)."""
+    return {"id": c.id, "name": c.name, "arguments": dict(c.args),
+            "result": None if result is None else result_value(result.text),
+            "error": _failed(result)}
 
 
 def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: str,
@@ -241,18 +266,20 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
                        tool_results: bool = False) -> list[TurnDict]:
     """Turns of one conversation; tallies system messages and ignored tools in `result`.
 
-    `tool_results` shows the agent's tool results to the evaluator: each result
-    becomes a history entry `{"user": "", "agent": "[tool NAME] RESULT"}`, placed
-    before the entry of the turn it belongs to (and, for turn t itself, at the
-    end of h_<t), so values the agent copied from a result have support.
+    Every turn carries its tool calls with their results (`tool_calls`) and every
+    history entry the calls of its turn, so the verifiers always see what the
+    agent read. `tool_results` is kept for old command lines: the results it used
+    to add as text history entries are now always there, structured.
     """
+    del tool_results  # always on (structured); the option is accepted for compatibility
     results = {m.call_id: m for m in msgs if m.role == "tool" and m.call_id is not None}
     wf, rule = choose_workflow(spec, msgs, workflow)
-    history: list[dict[str, str]] = []
+    history: list[dict[str, Any]] = []
     state: dict[str, str] = {}
     turns: list[TurnDict] = []
     cur: _Open | None = None
     lead: list[str] = []  # assistant text before the first user message
+    lead_calls: list[dict[str, Any]] = []
 
     def close(t: _Open, before: dict[str, str]) -> None:
         agent = "\n".join(a for a in t.agent if a.strip())
@@ -260,7 +287,7 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
             "dialogue_id": dialogue_id, "turn_id": len(turns), "workflow": wf.id,
             "user": t.user, "agent": agent, "state_before": dict(sorted(before.items())),
             "state_after": dict(sorted(state.items())),
-            "history": [dict(h) for h in history] + [dict(r) for r in t.results],
+            "history": [dict(h) for h in history], "tool_calls": list(t.tool_calls),
         }
         if t.confirm:
             probe = Turn.model_validate({k: turn[k] for k in (
@@ -273,8 +300,19 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
         turn["meta"] = {**(meta or {}), "workflow_rule": rule, "first_message": t.first,
                         "tool_calls": t.calls}
         turns.append(turn)
-        history.extend(t.results)
-        history.append({"user": t.user, "agent": agent})
+        entry: dict[str, Any] = {"user": t.user, "agent": agent}
+        if t.tool_calls:
+            entry["tool_calls"] = list(t.tool_calls)
+        history.append(entry)
+
+    def flush_lead() -> None:
+        if lead or lead_calls:
+            entry: dict[str, Any] = {"user": "", "agent": "\n".join(lead)}
+            if lead_calls:
+                entry["tool_calls"] = list(lead_calls)
+            history.append(entry)
+            lead.clear()
+            lead_calls.clear()
 
     before: dict[str, str] = {}
     for m in msgs:
@@ -282,11 +320,13 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
             result.notes["system message (not part of a turn)"] += 1
             continue
         if m.role == "user":
+            if m.text.strip() in SIMULATOR_CONTROL:
+                result.notes["simulator control message (not a turn)"] += 1
+                continue
             if cur is not None:
                 close(cur, before)
-            elif lead:
-                history.append({"user": "", "agent": "\n".join(lead)})
-                lead = []
+            else:
+                flush_lead()
             before = dict(state)
             cur = _Open(m.text, first=m.index)
             continue
@@ -299,15 +339,16 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
             for c in m.calls:
                 result.notes["tool call before the first user message"] += 1
                 _apply(c, wf, spec, results, state, result, None)
+                lead_calls.append(tool_call_record(
+                    c, results.get(c.id) if c.id is not None else None))
             continue
         if m.text.strip():
             cur.agent.append(m.text)
         for c in m.calls:
             rec = _apply(c, wf, spec, results, state, result, cur)
             cur.calls.append(rec)
-            shown = results.get(c.id) if c.id is not None else None
-            if tool_results and shown is not None and shown.text.strip():
-                cur.results.append({"user": "", "agent": f"[tool {c.name}] {shown.text}"})
+            cur.tool_calls.append(tool_call_record(
+                c, results.get(c.id) if c.id is not None else None))
     if cur is not None:
         close(cur, before)
     elif lead:
