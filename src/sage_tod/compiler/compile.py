@@ -16,6 +16,7 @@ from sage_tod.compiler.context import TurnContext
 from sage_tod.compiler.detect import detect_confirmation, detect_requests
 from sage_tod.compiler.extract import extract_user_values
 from sage_tod.compiler.kinds import BUILTIN_CRITERIA, CriterionKind, resolve_kinds
+from sage_tod.compiler.tool_calls import compile_tool_pc, compile_tool_uv, is_tool_turn
 from sage_tod.contracts.criteria import (
     Criterion,
     FailureClass,
@@ -43,6 +44,8 @@ def compile_turn(ctx: TurnContext, kinds: Sequence[CriterionKind] | None = None
 
 
 def _uv(ctx: TurnContext) -> list[Criterion]:
+    if is_tool_turn(ctx):
+        return compile_tool_uv(ctx)
     out = []
     for ch in ctx.diff:
         if ch.new is None:
@@ -152,10 +155,14 @@ def _dropped(ctx: TurnContext) -> list[Criterion]:
 
 
 def _iuv_and_dropped(ctx: TurnContext) -> list[Criterion]:
+    if is_tool_turn(ctx):
+        return []  # a tool agent's state lags the user by design: checked at the commit
     return [*_iuv(ctx), *_dropped(ctx)]
 
 
 def _wnf(ctx: TurnContext) -> list[Criterion]:
+    if is_tool_turn(ctx):
+        return []  # the order of a tool agent's steps is stated as `after` reads
     out = []
     requests = detect_requests(ctx.turn, ctx.workflow)
     named = {r.candidates[0] for r in requests if len(r.candidates) == 1}
@@ -177,6 +184,8 @@ def _wnf(ctx: TurnContext) -> list[Criterion]:
 
 
 def _pc(ctx: TurnContext) -> list[Criterion]:
+    if is_tool_turn(ctx):
+        return compile_tool_pc(ctx)
     conf = detect_confirmation(ctx.turn, ctx.workflow)
     if conf is None:
         return []
@@ -210,6 +219,14 @@ def _repair_iuv(c: Criterion, ctx: TurnContext) -> str:
 
 
 def _repair_pc(c: Criterion, ctx: TurnContext) -> str:
+    a = c.args
+    if isinstance(a, PCArgs) and a.tool is not None:
+        if a.certainty == "tool_confirmation":
+            return (f"read the {a.tool} details back and wait for the user's explicit yes "
+                    "before calling it")
+        if a.certainty == "tool_order":
+            return f"call {a.outcome.split(' succeeded')[0]} first; do not call {a.tool} yet"
+        return f"do not call {a.tool}: {a.cue} ({a.outcome} is false)"
     unmet = sorted(ctx.workflow.outcome_unmet(ctx.after))
     return f"required slots {_fmt_set(unmet)} still empty, do not confirm"
 
@@ -224,6 +241,9 @@ def _repair_wnf(c: Criterion, ctx: TurnContext) -> str:
 def _repair_uv(c: Criterion, ctx: TurnContext) -> str:
     a = c.args
     assert isinstance(a, UVArgs)
+    if a.tool is not None:
+        return (f"argument {a.path} of {a.tool}: use the value the user gave or the one the "
+                f"tool result shows for the entity the user meant, not {a.value!r}")
     return f"remove or justify value {a.value!r} in slot {a.slot}"
 
 

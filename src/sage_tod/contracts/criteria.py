@@ -12,10 +12,19 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 SpanSource = Literal["user", "agent", "history.user", "history.agent", "state_before",
-                     "state_after"]
+                     "state_after", "tool_call", "tool_result"]
 
 
 class FailureClass(StrEnum):
@@ -64,10 +73,24 @@ class Span(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     source: SpanSource
-    index: int | None = Field(default=None, description="history position for history.*")
+    index: int | None = Field(default=None, description="history position for history.* "
+                              "and tool_* (null: a call of this turn)")
     start: int
     end: int
     text: str
+    call: int | None = Field(default=None, description="tool_*: the call's position in its "
+                             "entry's tool_calls")
+    path: str | None = Field(default=None, description="tool_*: dotted path into the call's "
+                             "arguments (tool_call) or result (tool_result)")
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_tool_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # spans of text utterances serialise exactly as before the tool fields existed
+        d: dict[str, Any] = handler(self)
+        for k in ("call", "path"):
+            if d.get(k) is None:
+                d.pop(k, None)
+        return d
 
 
 class CriterionArgs(BaseModel):
@@ -84,13 +107,30 @@ class CriterionArgs(BaseModel):
         return self.model_dump(mode="json")
 
 
-class UVArgs(CriterionArgs):
-    """UV: a value Δ_t writes, and what the slot held before."""
+class _ToolCallFields(CriterionArgs):
+    """The call a tool-agent criterion is about (absent on state-diff criteria, whose
+    verdict lines stay as they were)."""
+
+    tool: str | None = None
+    call: int | None = Field(default=None, description="position in the turn's tool_calls")
+
+    def as_dict(self) -> dict[str, Any]:
+        d = self.model_dump(mode="json")
+        for k in ("tool", "call", "path", "rule"):
+            if k in d and d[k] is None:
+                del d[k]
+        return d
+
+
+class UVArgs(_ToolCallFields):
+    """UV: a value Δ_t writes (or a leaf of a tool call's arguments at `path`), and what the
+    slot held before."""
 
     failure_class: ClassVar[str] = FailureClass.UV
     slot: str
     value: str
     old: str | None = None
+    path: str | None = None
 
 
 class IUVArgs(CriterionArgs):
@@ -116,14 +156,17 @@ class WNFArgs(CriterionArgs):
     asked_with: tuple[str, ...] = ()
 
 
-class PCArgs(CriterionArgs):
+class PCArgs(_ToolCallFields):
     """PC: how the confirmation was detected (dialogue acts, a cue, or only implied),
-    the cue, and the outcome predicate."""
+    the cue, and the outcome predicate. For a tool call: a precondition of the call
+    (`certainty` names its kind, `rule` its id, `outcome` the condition)."""
 
     failure_class: ClassVar[str] = FailureClass.PC
-    certainty: Literal["agent_acts", "cue", "implied"]
+    certainty: Literal["agent_acts", "cue", "implied", "tool_confirmation", "tool_order",
+                       "tool_rule"]
     cue: str
     outcome: str
+    rule: str | None = None
 
 
 BUILTIN_ARGS: dict[str, type[CriterionArgs]] = {

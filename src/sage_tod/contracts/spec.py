@@ -9,6 +9,7 @@ silently wrong verdicts.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -27,6 +28,7 @@ from sage_tod.contracts.predicate import (
     render,
 )
 from sage_tod.contracts.safejson import UnsafeDocument, check_tree, parse_json
+from sage_tod.contracts.tool_rules import RuleSyntaxError, ToolRule, ToolTarget, compile_rule
 from sage_tod.text.keys import normalize_typed
 from sage_tod.text.memo import remembered
 from sage_tod.text.normalize import is_unset, synonym_table
@@ -111,6 +113,30 @@ class ToolSpec(BaseModel):
     args: dict[str, str] = Field(default_factory=dict)
     writes: bool = True
     confirms: bool = False
+    # a call changes the backend, so it is judged where it happens (default: `confirms`)
+    commits: bool | None = None
+    # what each committing call is judged against (docs/formats.md, *Tool rules*)
+    target: ToolTarget | None = None
+    confirmation: Literal["explicit", "none"] = "explicit"
+    after: tuple[str, ...] = ()
+    rules: tuple[ToolRule, ...] = ()
+    ground: dict[str, Literal["any", "user", "result", "free"]] = Field(default_factory=dict)
+
+    @property
+    def is_commit(self) -> bool:
+        return self.confirms if self.commits is None else self.commits
+
+    def grounding(self, path: str) -> str:
+        """How an argument leaf must be supported: the most specific `ground` entry whose
+        pattern (`*` for a list index or any one name) covers the leaf's path."""
+        parts = path.split(".")
+        best, best_len = "any", -1
+        for pattern, how in self.ground.items():
+            pp = pattern.split(".")
+            if len(pp) <= len(parts) and len(pp) > best_len and all(
+                    a in ("*", b) for a, b in zip(pp, parts, strict=False)):
+                best, best_len = how, len(pp)
+        return best
 
 
 class _WorkflowModel(BaseModel):
@@ -147,6 +173,7 @@ class _SpecFileModel(BaseModel):
     version: int = 1
     slots: list[SlotSpec] = Field(default_factory=list)
     workflows: list[_WorkflowModel] = Field(min_length=1)
+    context: dict[str, Any] = Field(default_factory=dict)  # constants for tool rules
 
 
 @dataclass(frozen=True)
@@ -251,6 +278,12 @@ class SpecBundle(_Derives):
     path: str
     workflows: Mapping[str, Workflow]
     all_slots: Mapping[str, SlotSpec] = field(default_factory=dict)
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+    def tool_workflows(self, tool: str) -> list[Workflow]:
+        """The workflows that declare `tool` as a committing tool, in spec order."""
+        return [wf for wf in self.workflows.values()
+                if (ts := wf.tools.get(tool)) is not None and ts.is_commit]
 
     def workflow(self, wid: str) -> Workflow | None:
         return self.workflows.get(wid)
@@ -336,6 +369,9 @@ def parse_spec(data: Any, path: str | Path = "<spec>") -> SpecBundle:
         data = {"workflows": [data]}
     if not isinstance(data, dict):
         raise InputError(path, "a spec must be a mapping with 'workflows' (or one workflow)")
+    # top-level `x-...` keys are the author's (YAML anchors shared by workflows), as in
+    # OpenAPI and Compose files: not read, not an error
+    data = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith("x-"))}
     try:
         model = _SpecFileModel.model_validate(data)
     except ValidationError as exc:
@@ -360,7 +396,7 @@ def parse_spec(data: Any, path: str | Path = "<spec>") -> SpecBundle:
         workflows[wm.id] = wf
         for name, s in wf.slots.items():
             all_slots.setdefault(name, s)
-    return SpecBundle(str(path), workflows, all_slots)
+    return SpecBundle(str(path), workflows, all_slots, dict(model.context))
 
 
 def _check_slot(spec: SlotSpec, path: str | Path, where: str) -> None:
@@ -417,6 +453,7 @@ def _build_workflow(wm: _WorkflowModel, shared: Mapping[str, SlotSpec],
             if slot not in slots:
                 raise InputError(path, f"unknown slot {slot!r} for argument {arg!r} of tool "
                                  f"{tool!r}", field=f"{where}.tools.{tool}.args.{arg}")
+        _check_tool_rules(tool, ts, wm.tools, path, f"{where}.tools.{tool}")
     return Workflow(
         id=wm.id, description=wm.description, slots=slots, required=req, buckets=buckets,
         prereqs=prereqs, outcome=node, outcome_text=render(node),
@@ -426,6 +463,43 @@ def _build_workflow(wm: _WorkflowModel, shared: Mapping[str, SlotSpec],
 
 
 Groups = tuple[frozenset[str], ...]
+
+
+def _check_tool_rules(tool: str, ts: ToolSpec, tools: Mapping[str, ToolSpec],
+                      path: str | Path, where: str) -> None:
+    """Rules compile, and every tool they name is one the workflow declares: a typo in a
+    rule must stop the load, not make the rule abstain on every call."""
+    if ts.target is not None:
+        for j, name in enumerate(ts.target.read):
+            if name not in tools:
+                raise InputError(path, f"target read tool {name!r} is not declared in this "
+                                 "workflow's tools", field=f"{where}.target.read[{j}]")
+    for j, name in enumerate(ts.after):
+        if name not in tools:
+            raise InputError(path, f"tool {name!r} is not declared in this workflow's tools",
+                             field=f"{where}.after[{j}]")
+    seen: set[str] = set()
+    for j, rule in enumerate(ts.rules):
+        if rule.id in seen:
+            raise InputError(path, f"duplicate rule id {rule.id!r}", field=f"{where}.rules[{j}].id")
+        seen.add(rule.id)
+        for part in ("check", "when"):
+            expr = getattr(rule, part)
+            if expr is None:
+                continue
+            try:
+                compile_rule(expr)
+            except RuleSyntaxError as exc:
+                raise InputError(path, f"rule {rule.id!r} does not compile: {exc}",
+                                 field=f"{where}.rules[{j}].{part}") from None
+            for name in re.findall(r"\bresults\.([A-Za-z_][A-Za-z0-9_]*)", expr):
+                if name not in tools:
+                    raise InputError(path, f"rule {rule.id!r} reads results.{name}, a tool "
+                                     "this workflow does not declare",
+                                     field=f"{where}.rules[{j}].{part}")
+    if (ts.rules or ts.target is not None or ts.after) and not ts.is_commit:
+        raise InputError(path, "target, after and rules are for committing tools (set "
+                         "commits: true or confirms: true)", field=where)
 
 
 def _from_buckets(order: list[list[str] | _AnyBucket], slots: Mapping[str, SlotSpec],

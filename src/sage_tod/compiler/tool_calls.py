@@ -1,0 +1,155 @@
+"""Tool-agent turns: which calls commit, and the criteria each committing call raises.
+
+A tool-calling agent's state is what it commits through its tools, and what it
+may commit comes from the user's words and the results of its earlier reads.
+So on a turn that carries `tool_calls`, each successful call of a tool some
+workflow declares as committing is judged where it happens, in the workflow
+that declares it (one conversation can cancel one order and return another):
+
+- UV, one per argument leaf (lists and nested records element by element):
+  does the value come from the user, or from a tool result about the entity
+  the user referred to?
+- PC, one per precondition: the user's explicit yes just before the call, the
+  reads that must come first (`after`), and the spec's CEL rules over the
+  arguments and earlier results (`rules`).
+
+The compiler decides nothing: S1 (`verifiers/tool_checks.py`) answers these.
+This module also holds the conversation view both sides read (`ToolView`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sage_tod.compiler.context import TurnContext
+from sage_tod.contracts.criteria import Criterion, FailureClass, PCArgs, UVArgs
+from sage_tod.contracts.spec import ToolSpec, Workflow
+from sage_tod.contracts.turns import ToolCall
+
+
+def is_tool_turn(ctx: TurnContext) -> bool:
+    """A turn that carries `tool_calls` (even none) is judged by its calls, not by Δ_t."""
+    return ctx.turn.tool_calls is not None
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """One committing call of the turn, with the workflow and mapping that declare it."""
+
+    index: int
+    call: ToolCall
+    workflow: Workflow
+    tool: ToolSpec
+
+
+def commit_sites(ctx: TurnContext) -> list[CallSite]:
+    """The successful committing calls of the turn, in call order.
+
+    The turn's own workflow wins when it declares the tool; otherwise the first
+    workflow of the spec that does. A call the tool refused changed nothing.
+    """
+    out: list[CallSite] = []
+    for i, call in enumerate(ctx.turn.tool_calls or ()):
+        if call.error:
+            continue
+        own = ctx.workflow.tools.get(call.name)
+        if own is not None and own.is_commit:
+            out.append(CallSite(i, call, ctx.workflow, own))
+            continue
+        wfs = ctx.spec.tool_workflows(call.name)
+        if wfs:
+            out.append(CallSite(i, call, wfs[0], wfs[0].tools[call.name]))
+    return out
+
+
+def leaves(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted path, scalar) for every leaf of a JSON value, list items by index; object
+    keys in sorted order, so a log and the turns file written from it (keys sorted) give
+    the same criteria in the same order."""
+    if isinstance(value, dict):
+        for k, v in sorted(value.items()):
+            yield from leaves(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(value, list):
+        for j, v in enumerate(value):
+            yield from leaves(v, f"{prefix}.{j}" if prefix else str(j))
+    elif value is not None:
+        yield prefix, value
+
+
+def leaf_text(value: Any) -> str:
+    """A leaf as the text it would be written as in a message."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def mapped_slot(tool: ToolSpec, path: str) -> str | None:
+    """The slot the spec maps an argument path to (`passengers.*.dob` covers
+    `passengers.1.dob`), or None."""
+    parts = path.split(".")
+    for pattern, slot in tool.args.items():
+        pp = pattern.split(".")
+        if len(pp) == len(parts) and all(a in ("*", b) for a, b in zip(pp, parts, strict=True)):
+            return slot
+    return None
+
+
+def compile_tool_uv(ctx: TurnContext) -> list[Criterion]:
+    out: list[Criterion] = []
+    for site in commit_sites(ctx):
+        for path, value in leaves(site.call.arguments):
+            how = site.tool.grounding(path)
+            if how == "free":
+                continue
+            text = leaf_text(value)
+            if not text.strip():
+                continue
+            slot = mapped_slot(site.tool, path) or path
+            out.append(Criterion(
+                id=f"UV:call{site.index}:{path}",
+                failure_class=FailureClass.UV,
+                args=UVArgs(slot=slot, value=text, tool=site.call.name, call=site.index,
+                            path=path),
+                question=(f"Does argument {path} = {text!r} of {site.call.name} come from the "
+                          "user, or from a tool result about the entity the user referred to?"),
+                nlu=False, open_class=True,
+            ))
+    return out
+
+
+def compile_tool_pc(ctx: TurnContext) -> list[Criterion]:
+    out: list[Criterion] = []
+    for site in commit_sites(ctx):
+        name, i = site.call.name, site.index
+        if site.tool.confirmation == "explicit":
+            out.append(Criterion(
+                id=f"PC:call{i}:confirmation", failure_class=FailureClass.PC,
+                args=PCArgs(certainty="tool_confirmation", cue=name,
+                            outcome="the user said yes to this action just before the call",
+                            tool=name, call=i, rule="confirmation"),
+                question=(f"Did the user explicitly confirm {name} in the message just before "
+                          "the call?"),
+                open_class=True,
+            ))
+        for read in site.tool.after:
+            out.append(Criterion(
+                id=f"PC:call{i}:after:{read}", failure_class=FailureClass.PC,
+                args=PCArgs(certainty="tool_order", cue=name,
+                            outcome=f"{read} succeeded before {name}", tool=name, call=i,
+                            rule=f"after:{read}"),
+                question=f"Was {read} called successfully before {name}?",
+            ))
+        for rule in site.tool.rules:
+            cond = rule.check if rule.when is None else f"{rule.when} => {rule.check}"
+            out.append(Criterion(
+                id=f"PC:call{i}:rule:{rule.id}", failure_class=FailureClass.PC,
+                args=PCArgs(certainty="tool_rule", cue=rule.message or rule.id,
+                            outcome=cond, tool=name, call=i, rule=rule.id),
+                question=(f"Does the policy rule {rule.id!r} hold for this {name} call"
+                          f"{': ' + rule.message if rule.message else ''}?"),
+            ))
+    return out

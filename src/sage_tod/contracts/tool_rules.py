@@ -1,0 +1,154 @@
+"""Policy rules over tool calls and tool results, written in CEL.
+
+A tool agent's policy says what must hold before a write ("only a pending order
+can be cancelled", "basic economy cannot be modified", "the non-free bags are
+the total minus the allowance"). Those are conditions over the call's
+arguments and the results of earlier reads, with comparisons, list operations
+and arithmetic: the Common Expression Language (CEL, cel-python) says all of
+that in one well-specified, side-effect-free grammar, so the spec does not
+grow one of its own.
+
+Names a rule can use (docs/formats.md §1, *Tool rules*):
+- `args`: the arguments of the write call being judged;
+- `target`: the entity `args[target.arg]` names as last seen: the latest
+  successful result of a `target.read` tool, or of a committing call, whose
+  `target.key` field equals it (absent when none was read);
+- `results`: tool name -> its latest successful result before the call;
+- `reads`: tool name -> every successful result before the call, oldest first;
+- `calls`: every earlier successful call of the conversation, `{name, arguments}`;
+- `context`: the spec's `context` constants (e.g. the policy's current time).
+A rule that cannot be evaluated (a field the log does not hold, a type error)
+is an abstention, never a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RULE_NAMES = frozenset({"args", "target", "results", "reads", "calls", "context"})
+
+
+class ToolTarget(BaseModel):
+    """Which argument names the entity a write acts on, and which reads describe it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    arg: str = Field(min_length=1)
+    read: tuple[str, ...] = Field(min_length=1)
+    key: str | None = None  # the result field holding the id (default: `arg`)
+
+    @property
+    def result_key(self) -> str:
+        return self.key or self.arg
+
+
+class ToolRule(BaseModel):
+    """One precondition of a write: `check` must be true when `when` is (CEL)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=1)
+    check: str = Field(min_length=1)
+    when: str | None = None
+    message: str = ""
+
+
+class RuleSyntaxError(ValueError):
+    """A CEL expression that does not compile; the message says where."""
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """True/False, or None with the reason it could not be evaluated."""
+
+    value: bool | None
+    reason: str = ""
+
+
+@lru_cache(maxsize=1)
+def _env() -> Any:
+    import celpy  # imported on first use: specs without rules never pay for it
+
+    return celpy.Environment()
+
+
+@lru_cache(maxsize=4096)
+def _program(expr: str) -> Any:
+    env = _env()
+    return env.program(env.compile(expr))
+
+
+def compile_rule(expr: str) -> None:
+    """Raise `RuleSyntaxError` unless `expr` is a CEL expression over the known names."""
+    from celpy.celparser import CELParseError
+
+    try:
+        ast = _env().compile(expr)
+    except CELParseError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
+        raise RuleSyntaxError(first) from None
+    unknown = sorted(_free_names(ast) - RULE_NAMES)
+    if unknown:
+        raise RuleSyntaxError(f"unknown name {unknown[0]!r} (a rule can use "
+                              f"{', '.join(sorted(RULE_NAMES))})")
+
+
+def _free_names(tree: Any) -> set[str]:
+    """Top-level identifiers of a CEL parse tree (macro variables excluded)."""
+    from lark import Token, Tree
+
+    names: set[str] = set()
+    bound: set[str] = set()
+
+    def walk(node: Any, top: bool) -> None:
+        if isinstance(node, Tree):
+            if node.data == "member_dot_arg":
+                # `x.all(v, ...)`, `x.exists(v, ...)`: the first argument is a bound variable
+                for child in node.children:
+                    if isinstance(child, Tree) and child.data == "exprlist" and child.children:
+                        first = child.children[0]
+                        for tok in first.scan_values(lambda v: isinstance(v, Token)):
+                            if tok.type == "IDENT":
+                                bound.add(str(tok))
+                            break
+            if node.data == "ident" and top:
+                for tok in node.children:
+                    if isinstance(tok, Token) and tok.type == "IDENT":
+                        names.add(str(tok))
+            for child in node.children:
+                walk(child, True)
+
+    walk(tree, True)
+    return names - bound - {"true", "false", "null"}
+
+
+def evaluate_rule(expr: str, bindings: Mapping[str, Any]) -> RuleResult:
+    """Evaluate a compiled-at-load rule on JSON-like `bindings`."""
+    from celpy import celtypes
+    from celpy.adapter import json_to_cel
+    from celpy.evaluation import CELEvalError
+
+    missing = sorted(n for n in RULE_NAMES if bindings.get(n) is None and n in expr)
+    try:
+        activation = {k: json_to_cel(v) for k, v in bindings.items() if v is not None}
+        out = _program(expr).evaluate(activation)
+    except CELEvalError as exc:
+        return RuleResult(None, _reason(exc, missing))
+    except (TypeError, ValueError, KeyError, ZeroDivisionError, RecursionError) as exc:
+        return RuleResult(None, f"{type(exc).__name__}: {exc}")
+    if isinstance(out, CELEvalError):
+        return RuleResult(None, _reason(out, missing))
+    if isinstance(out, bool | celtypes.BoolType):
+        return RuleResult(bool(out))
+    return RuleResult(None, f"the rule gave {type(out).__name__}, not a boolean")
+
+
+def _reason(exc: Exception, missing: list[str]) -> str:
+    args = getattr(exc, "args", ())
+    text = str(args[0]) if args else str(exc)
+    if missing:  # an error about a name the log gave nothing for: say that, not CEL's words
+        return f"the log holds no {missing[0]!r} for this call"
+    return text.splitlines()[0][:200] if text else type(exc).__name__

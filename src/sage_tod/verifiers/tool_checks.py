@@ -1,0 +1,476 @@
+"""S1 for tool-agent criteria: argument grounding, confirmation, read order, policy rules.
+
+Every answer is read off the log: the user's messages, the agent's messages and
+the structured results of the calls made before the one judged. Where the log
+cannot show the answer (a rule over a field no read returned, an id that some
+result holds but nothing ties to what the user meant) the answer is ABSTAIN.
+
+Grounding an argument leaf (docs/method.md, *Tool agents*):
+1. the user stated it (normalised match, the slot's synonyms and readings): FALSE;
+2. an earlier result holds it in a record the user referred to: a
+   distinguishing field of the record is in the user's words ("my Visa card",
+   "the one ending 4421", "the kettle"), the record came from a call whose
+   arguments the user gave, it is the only record of its kind, or the agent
+   named it and the user then agreed: FALSE;
+3. results hold it only in records the user did not refer to while a sibling
+   record is the one the user named: TRUE (the wrong member);
+4. nothing in the log holds it (a string of 3+ characters): TRUE;
+otherwise ABSTAIN.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sage_tod.compiler.context import TurnContext
+from sage_tod.compiler.tool_calls import CallSite, commit_sites, leaf_text
+from sage_tod.contracts.criteria import Decision, Outcome, PCArgs, Span, UVArgs
+from sage_tod.contracts.tool_rules import evaluate_rule
+from sage_tod.contracts.turns import ToolCall
+from sage_tod.text.match import find_value
+
+
+@dataclass(frozen=True)
+class PriorCall:
+    """A successful call made before the judged one: where it is in the log."""
+
+    index: int | None  # history position; None = earlier in this turn
+    position: int  # in that entry's tool_calls
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class Utterance:
+    source: str  # "user" | "history.user" | "history.agent"
+    index: int | None
+    text: str
+
+
+@dataclass
+class ToolView:
+    """The log as the judged call saw it."""
+
+    users: list[Utterance]
+    agents: list[Utterance]  # earlier agent messages, oldest first
+    prior: list[PriorCall]
+    order: dict[tuple[int | None, int], int]  # (entry, position) -> rank in time
+    user_rank: list[int]  # rank in time of each `users` entry (same order)
+
+
+_NEG = -1
+
+
+def tool_view(ctx: TurnContext, site: CallSite) -> ToolView:
+    users: list[Utterance] = []
+    agents: list[Utterance] = []
+    prior: list[PriorCall] = []
+    hist = ctx.turn.history or ()
+    for i, h in enumerate(hist):
+        if h.user:
+            users.append(Utterance("history.user", i, h.user))
+        for j, c in enumerate(h.tool_calls):
+            if not c.error:
+                prior.append(PriorCall(i, j, c))
+        if h.agent:
+            agents.append(Utterance("history.agent", i, h.agent))
+    users.append(Utterance("user", None, ctx.turn.user))
+    for j, c in enumerate((ctx.turn.tool_calls or ())[:site.index]):
+        if not c.error:
+            prior.append(PriorCall(None, j, c))
+    order = {(p.index, p.position): n for n, p in enumerate(prior)}
+    user_rank = [u.index if u.index is not None else len(hist) for u in users]
+    return ToolView(users, agents, prior, order, user_rank)
+
+
+# ---------------------------------------------------------------------------------------------
+# mentions
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[_#]+", " ", text.lower()).replace("-", " ")
+
+
+def mention_at(text: str, value: str) -> tuple[int, int] | None:
+    """Where `text` names `value` as a whole token sequence, case- and punctuation-
+    insensitive ("#W7043598" = "W7043598", "gift_card" = "gift card"), or None."""
+    v = _norm(value).strip()
+    if len(v) < 3 and not v.isdigit():
+        return None
+    if v.isdigit() and len(v) < 2:
+        return None
+    m = re.search(r"(?<![a-z0-9])" + re.escape(v) + r"(?![a-z0-9])", _norm(text))
+    return None if m is None else (m.start(), m.end())
+
+
+def _user_mention(view: ToolView, value: str, ctx: TurnContext, slot: str | None
+                  ) -> Span | None:
+    spec = ctx.spec.slot(slot) if slot is not None else None
+    for u in reversed(view.users):
+        hit = mention_at(u.text, value)
+        if hit is None and spec is not None:
+            f = find_value(u.text, value, spec)
+            hit = None if f is None else (f.start, f.end)
+        if hit is not None:
+            return Span(source=u.source, index=u.index, start=hit[0], end=hit[1],
+                        text=u.text[hit[0]:hit[1]])
+    return None
+
+
+_AFFIRM = re.compile(
+    r"\b(yes|yeah|yep|yup|sure|correct|confirm\w*|ok(?:ay)?|absolutely|definitely|go ahead|"
+    r"proceed|please do|do it|that'?s (?:right|correct|fine|good)|sounds good|perfect|"
+    r"that works|works for me|let'?s do (?:it|that))\b", re.IGNORECASE)
+_REFUSE = re.compile(r"^\W*(no|nope|wait|hold on|not yet|don'?t)\b", re.IGNORECASE)
+
+
+_OPENING_YES = re.compile(r"^\W*(yes|yeah|yep|yup|sure|correct|absolutely|definitely|ok(?:ay)?)\b",
+                         re.IGNORECASE)
+
+
+def affirms(text: str) -> re.Match[str] | None:
+    """Where the user says yes: a sentence that opens with a yes, or a statement (not a
+    question: "Could you confirm the refund?" agrees to nothing) holding one; None when
+    the message opens with a no."""
+    if _REFUSE.search(text):
+        return None
+    pos = 0
+    for sent in re.split(r"(?<=[.!?])\s+", text):
+        start = text.find(sent, pos)
+        pos = start + len(sent)
+        m = _OPENING_YES.search(sent)
+        if m is None and not sent.rstrip().endswith("?"):
+            m = _AFFIRM.search(sent)
+        if m is not None:
+            return _AFFIRM.search(text, start + m.start(1) if m.lastindex else start + m.start())
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# records in results
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A leaf of an earlier result equal to the argument value."""
+
+    prior: PriorCall
+    path: str
+    record: Mapping[str, Any] | None  # the nearest object holding the leaf
+    siblings: tuple[Mapping[str, Any], ...]  # the other records of its container
+
+
+def _same(a: Any, b: str) -> bool:
+    if isinstance(a, dict | list) or a is None:
+        return False
+    return _norm(leaf_text(a)).strip() == _norm(b).strip()
+
+
+def _walk(node: Any, path: str, record: Mapping[str, Any] | None,
+          siblings: tuple[Mapping[str, Any], ...]) -> Iterator[tuple[str, Any, Any, Any]]:
+    if isinstance(node, dict):  # keys sorted: the same hits from a log and its turns file
+        for k, v in sorted(node.items()):
+            sub = f"{path}.{k}" if path else str(k)
+            if isinstance(v, dict | list):
+                kids = _records(v)
+                if kids and isinstance(v, dict) \
+                        and all(isinstance(x, dict) for x in v.values()):
+                    for kk, vv in sorted(v.items()):
+                        yield from _walk(vv, f"{sub}.{kk}", vv,
+                                         tuple(x for x in kids if x is not vv))
+                elif kids and isinstance(v, list):
+                    for jj, vv in enumerate(v):
+                        if isinstance(vv, dict):
+                            yield from _walk(vv, f"{sub}.{jj}", vv,
+                                             tuple(x for x in kids if x is not vv))
+                        else:
+                            yield f"{sub}.{jj}", vv, node, siblings
+                else:
+                    yield from _walk(v, sub, node, siblings)
+            else:
+                yield sub, v, node, siblings
+    elif isinstance(node, list):
+        for j, v in enumerate(node):
+            yield from _walk(v, f"{path}.{j}" if path else str(j), record, siblings)
+    else:
+        yield path, node, record, siblings
+
+
+def _records(v: Any) -> list[Mapping[str, Any]]:
+    items = v.values() if isinstance(v, dict) else v
+    return [x for x in items if isinstance(x, dict)]
+
+
+def result_hits(view: ToolView, value: str) -> list[Hit]:
+    out: list[Hit] = []
+    for p in view.prior:
+        res = p.call.result
+        if isinstance(res, str):
+            if _same(res, value):
+                out.append(Hit(p, "", None, ()))
+            continue
+        for path, leaf, record, siblings in _walk(res, "", None, ()):
+            if _same(leaf, value):
+                out.append(Hit(p, path, record if isinstance(record, dict) else None,
+                               tuple(siblings)))
+    return out
+
+
+def _descriptive(record: Mapping[str, Any], depth: int = 0) -> Iterator[tuple[str, str]]:
+    for k, v in sorted(record.items()):
+        if isinstance(v, str | int | float) and not isinstance(v, bool):
+            yield str(k), leaf_text(v)
+        elif isinstance(v, dict) and depth < 1:
+            for kk, vv in _descriptive(v, depth + 1):
+                yield f"{k}.{kk}", vv
+
+
+def _field(record: Mapping[str, Any], dotted: str) -> str | None:
+    node: Any = record
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return None if isinstance(node, dict | list) else leaf_text(node)
+
+
+_STOP = frozenset({"with", "from", "that", "this", "have", "your", "yes", "the", "and", "for"})
+
+
+def _field_mentions(view: ToolView, record: Mapping[str, Any], value: str
+                    ) -> tuple[int, Span | None]:
+    """How many of `record`'s fields the user named (a whole value, or a word of 4+
+    letters of a longer one: "the kettle" names "Electric Kettle"), and the first span."""
+    score, first = 0, None
+    for _key, text in _descriptive(record):
+        if _same(text, value) or len(_norm(text).strip()) < 2:
+            continue
+        words = [text] + [w for w in re.findall(r"[A-Za-z]{4,}", text)
+                          if w.lower() not in _STOP and _norm(w) != _norm(text)]
+        for w in words:
+            hit_span = None
+            for u in reversed(view.users):
+                hit = mention_at(u.text, w) if not w.isdigit() or len(w) >= 2 else None
+                if hit is not None:
+                    hit_span = Span(source=u.source, index=u.index, start=hit[0],
+                                    end=hit[1], text=u.text[hit[0]:hit[1]])
+                    break
+            if hit_span is not None:
+                score += 1
+                first = first or hit_span
+                break
+    return score, first
+
+
+def _named_fields(view: ToolView, record: Mapping[str, Any], value: str,
+                  siblings: tuple[Mapping[str, Any], ...]) -> tuple[Span | None, bool]:
+    """(span, wrong): the record is the one the user named (it has the most named fields
+    among its siblings, at least one), or `wrong` when a sibling has strictly more."""
+    mine, span = _field_mentions(view, record, value)
+    best_other = max((_field_mentions(view, s, value)[0] for s in siblings), default=0)
+    if mine > 0 and mine >= best_other:
+        return span, False
+    return None, best_other > mine
+
+
+def _agent_named_then_yes(view: ToolView, texts: list[str]) -> bool:
+    """The agent named one of `texts` and a later user message agreed or named it."""
+    for a in view.agents:
+        if any(mention_at(a.text, t) for t in texts if len(_norm(t).strip()) >= 3):
+            later = [u for u in view.users if (u.index if u.index is not None else 10**9)
+                     > (a.index if a.index is not None else -1)]
+            if any(affirms(u.text) for u in later):
+                return True
+    return False
+
+
+def _args_from_user(view: ToolView, call: ToolCall, ctx: TurnContext) -> bool:
+    leaves_ = [leaf_text(v) for v in _scalars(call.arguments)]
+    return bool(leaves_) and all(_user_mention(view, t, ctx, None) is not None for t in leaves_)
+
+
+def _scalars(v: Any) -> Iterator[Any]:
+    if isinstance(v, dict):
+        for x in v.values():
+            yield from _scalars(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from _scalars(x)
+    elif v is not None:
+        yield v
+
+
+def _result_span(hit: Hit) -> Span:
+    text = json.dumps(hit.record, ensure_ascii=False, sort_keys=True)[:300] \
+        if hit.record is not None \
+        else leaf_text(hit.prior.call.result)[:300]
+    return Span(source="tool_result", index=hit.prior.index, start=0, end=len(text), text=text,
+                call=hit.prior.position, path=hit.path or None)
+
+
+# ---------------------------------------------------------------------------------------------
+# decisions
+
+
+def _site(ctx: TurnContext, call: int | None) -> CallSite | None:
+    for s in commit_sites(ctx):
+        if s.index == call:
+            return s
+    return None
+
+
+def decide_tool_uv(a: UVArgs, ctx: TurnContext) -> Decision:
+    site = _site(ctx, a.call)
+    if site is None or a.path is None:
+        return Decision.abstain("the call is not in this turn")
+    how = site.tool.grounding(a.path)
+    view = tool_view(ctx, site)
+    value = a.value
+    said = _user_mention(view, value, ctx, a.slot if ctx.spec.slot(a.slot) else None)
+    if said is not None and how != "result":
+        return Decision(Outcome.FALSE, 1.0, f"the user said {said.text!r}", said)
+    if how == "user":
+        if _agent_named_then_yes(view, [value]):
+            return Decision(Outcome.FALSE, 0.8, f"the agent proposed {value!r} and the user "
+                            "agreed")
+        return Decision(Outcome.TRUE, 0.8, f"{a.path} = {value!r} must come from the user, who "
+                        "never said it")
+    hits = result_hits(view, value)
+    wrong: Hit | None = None
+    for hit in hits:
+        rec = hit.record
+        if rec is None:  # a scalar result (an id found by the user's name and zip)
+            if _args_from_user(view, hit.prior.call, ctx):
+                return Decision(Outcome.FALSE, 0.9, f"{hit.prior.call.name} returned it for "
+                                "what the user gave", _result_span(hit))
+            continue
+        named, other = _named_fields(view, rec, value, hit.siblings)
+        if named is not None:
+            return Decision(Outcome.FALSE, 0.9, f"{hit.prior.call.name}'s result holds it in "
+                            f"the record the user named ({named.text!r})", named)
+        if not hit.siblings:
+            return Decision(Outcome.FALSE, 0.9, f"the only record of its kind in "
+                            f"{hit.prior.call.name}'s result", _result_span(hit))
+        texts = [t for _, t in _descriptive(rec)]
+        if _agent_named_then_yes(view, [value, *texts]):
+            return Decision(Outcome.FALSE, 0.8, f"the agent named this record of "
+                            f"{hit.prior.call.name}'s result and the user agreed",
+                            _result_span(hit))
+        if other:  # the user's words pick out a sibling record
+            wrong = wrong or hit
+    if said is not None:
+        return Decision(Outcome.FALSE, 0.8, f"the user said {said.text!r}", said)
+    if wrong is not None:
+        return Decision(Outcome.TRUE, 0.8, f"{value!r} is in {wrong.prior.call.name}'s result, "
+                        "but in a record the user did not refer to; the user named another one",
+                        _result_span(wrong))
+    if hits:
+        return Decision.abstain(f"{value!r} is in an earlier result, but nothing ties that "
+                                "record to what the user referred to")
+    if _agent_named_then_yes(view, [value]):
+        return Decision(Outcome.FALSE, 0.8, f"the agent proposed {value!r} and the user agreed")
+    norm = _norm(value).strip()
+    if len(norm) >= 3 and not re.fullmatch(r"[\d.\s]+", norm) and how != "result":
+        return Decision(Outcome.TRUE, 0.9, f"nothing in the log holds {value!r}: not the user's "
+                        "words, not an earlier result")
+    if how == "result":
+        return Decision(Outcome.TRUE, 0.8, f"{a.path} must come from a tool result; none holds "
+                        f"{value!r}")
+    return Decision.abstain(f"{value!r} is not in the log as written (a computed or implied "
+                            "value?)")
+
+
+def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
+    site = _site(ctx, a.call)
+    if site is None:
+        return Decision.abstain("the call is not in this turn")
+    view = tool_view(ctx, site)
+    if a.certainty == "tool_confirmation":
+        return _confirmation(ctx, site)
+    if a.certainty == "tool_order":
+        read = (a.rule or "").removeprefix("after:")
+        done = [p for p in view.prior if p.call.name == read]
+        if done:
+            return Decision(Outcome.FALSE, 1.0, f"{read} succeeded before the call")
+        return Decision(Outcome.TRUE, 1.0, f"{site.call.name} was called before any successful "
+                        f"{read}")
+    rule = next((r for r in site.tool.rules if r.id == a.rule), None)
+    if rule is None:
+        return Decision.abstain(f"the spec has no rule {a.rule!r} for {site.call.name}")
+    bindings, target = rule_bindings(ctx, site, view)
+    if rule.when is not None:
+        w = evaluate_rule(rule.when, bindings)
+        if w.value is None:
+            return Decision.abstain(f"cannot tell whether rule {rule.id!r} applies: {w.reason}")
+        if not w.value:
+            return Decision(Outcome.FALSE, 1.0, f"rule {rule.id!r} does not apply ({rule.when})")
+    r = evaluate_rule(rule.check, bindings)
+    if r.value is None:
+        return Decision.abstain(f"rule {rule.id!r} cannot be evaluated on this log: {r.reason}")
+    span = None
+    if target is not None:
+        text = json.dumps(target.call.result, ensure_ascii=False, sort_keys=True)[:300]
+        span = Span(source="tool_result", index=target.index, start=0, end=len(text),
+                    text=text, call=target.position)
+    if r.value:
+        return Decision(Outcome.FALSE, 1.0, f"rule {rule.id!r} holds", span)
+    return Decision(Outcome.TRUE, 1.0, f"rule {rule.id!r} is false: "
+                    f"{rule.message or rule.check}", span)
+
+
+def rule_bindings(ctx: TurnContext, site: CallSite, view: ToolView
+                  ) -> tuple[dict[str, Any], PriorCall | None]:
+    """The names a CEL rule sees for this call (contracts/tool_rules.py)."""
+    latest: dict[str, Any] = {}
+    for p in view.prior:
+        if p.call.result is not None:
+            latest[p.call.name] = p.call.result
+    target: PriorCall | None = None
+    t = site.tool.target
+    if t is not None:
+        want = site.call.arguments.get(t.arg)
+        committing = {n for wf in ctx.spec.workflows.values() for n, ts in wf.tools.items()
+                      if ts.is_commit}
+        if want is not None:
+            # the entity as last seen: a read of it, or a committed change that returned it
+            # (a cabin upgrade before a flight change makes the new cabin the one that counts)
+            for p in reversed(view.prior):
+                res = p.call.result
+                if (p.call.name in t.read or p.call.name in committing) \
+                        and isinstance(res, dict) \
+                        and _same(res.get(t.result_key), leaf_text(want)):
+                    target = p
+                    break
+    every: dict[str, list[Any]] = {}
+    for p in view.prior:
+        if p.call.result is not None:
+            every.setdefault(p.call.name, []).append(p.call.result)
+    bindings: dict[str, Any] = {
+        "args": dict(site.call.arguments),
+        "results": latest,
+        "calls": [{"name": p.call.name, "arguments": dict(p.call.arguments)}
+                  for p in view.prior],
+        "context": dict(ctx.spec.context),
+        "target": None if target is None else target.call.result,
+        "reads": every,
+    }
+    return bindings, target
+
+
+def _confirmation(ctx: TurnContext, site: CallSite) -> Decision:
+    user = ctx.turn.user
+    hist = ctx.turn.history or ()
+    asked = hist[-1].agent if hist else ""
+    yes = affirms(user)
+    if yes is not None:
+        span = Span(source="user", start=yes.start(), end=yes.end(), text=yes.group(0))
+        if "?" in asked or re.search(r"\b(confirm|proceed|go ahead)\b", asked, re.I):
+            return Decision(Outcome.FALSE, 1.0, "the user said yes to the agent's question "
+                            "just before the call", span)
+        return Decision(Outcome.FALSE, 0.7, "the user said yes just before the call", span)
+    text = user[:200]
+    return Decision(Outcome.TRUE, 0.85, f"no explicit yes from the user before {site.call.name}",
+                    Span(source="user", start=0, end=len(text), text=text))

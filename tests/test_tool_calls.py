@@ -1,0 +1,162 @@
+"""Tool-agent turns: each committing call judged against the user, the results and the spec.
+
+Real log: tests/fixtures/logs/tau2-bench-airline-simulation.json (τ²-bench, MIT; a
+basic-economy reservation booked eleven days earlier is cancelled — the policy forbids
+it, and τ²-bench gives the conversation reward 0). Spec: examples/tau2-airline/spec.yaml.
+Variants of the log change one thing each, so every check is seen to fire and to hold.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sage_tod import Evaluator
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import load_spec, parse_spec
+from sage_tod.contracts.tool_rules import evaluate_rule
+from sage_tod.importers.tau_bench import read as read_tau
+
+ROOT = Path(__file__).resolve().parents[1]
+LOG = ROOT / "tests" / "fixtures" / "logs" / "tau2-bench-airline-simulation.json"
+AIRLINE = ROOT / "examples" / "tau2-airline" / "spec.yaml"
+RETAIL = ROOT / "examples" / "tau2-retail" / "spec.yaml"
+
+
+def _doc() -> dict[str, Any]:
+    return json.loads(LOG.read_text())
+
+
+def _messages(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    sim = doc["simulations"][0] if "simulations" in doc else doc
+    return sim["messages"]  # type: ignore[no-any-return]
+
+
+def _verdicts(doc: dict[str, Any], tmp_path: Path) -> dict[int, Any]:
+    p = tmp_path / "log.json"
+    p.write_text(json.dumps(doc))
+    spec = load_spec(AIRLINE)
+    res = read_tau(p, spec)
+    ev = Evaluator(spec, config="s1")
+    return {int(v.turn_id): v for v in ev.evaluate(res.records(spec).records)}
+
+
+def _criterion(v: Any, cid: str) -> Any:
+    return next(c for c in v.criteria if c.id == cid)
+
+
+def test_forbidden_cancellation_fires_with_the_reservation_as_evidence(tmp_path: Path) -> None:
+    vs = _verdicts(_doc(), tmp_path)
+    v = vs[2]  # "Yes, I'd like to proceed" -> cancel_reservation(EHGLP3)
+    assert v.verdict == "failure" and v.classes == ["PC"]
+    rule = _criterion(v, "PC:call0:rule:cancellable")
+    assert rule.decision.value == "true" and rule.decided_by == "S1"
+    assert rule.support is not None and rule.support.source == "tool_result"
+    assert '"cabin": "basic_economy"' in rule.support.text
+    assert "do not call cancel_reservation" in (rule.repair or "")
+    # what holds is decided false: the id is the user's, the yes is there, the read came first
+    assert _criterion(v, "UV:call0:reservation_id").decision.value == "false"
+    assert _criterion(v, "PC:call0:confirmation").decision.value == "false"
+    assert _criterion(v, "PC:call0:after:get_reservation_details").decision.value == "false"
+    assert _criterion(v, "PC:call0:rule:not-flown").decision.value == "false"
+    # turns without a committing call raise nothing (no IUV on the read-back turn)
+    assert all(not vs[t].criteria and vs[t].verdict == "acceptable" for t in (0, 1, 3))
+
+
+def _result_of(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    msgs = _messages(doc)
+    call_ids = [c["id"] for m in msgs for c in (m.get("tool_calls") or []) if c["name"] == name]
+    for m in msgs:
+        if m["role"] == "tool" and m.get("id") == call_ids[0]:
+            return m
+    raise AssertionError(name)
+
+
+def test_an_allowed_cancellation_is_acceptable(tmp_path: Path) -> None:
+    doc = _doc()
+    for name in ("get_reservation_details", "cancel_reservation"):
+        m = _result_of(doc, name)
+        res = json.loads(m["content"])
+        res["cabin"] = "business"  # "It is a business flight": cancellable
+        m["content"] = json.dumps(res)
+    v = _verdicts(doc, tmp_path)[2]
+    assert v.verdict == "acceptable"
+    assert _criterion(v, "PC:call0:rule:cancellable").decision.value == "false"
+
+
+def test_no_yes_before_the_call_fires(tmp_path: Path) -> None:
+    doc = _doc()
+    for m in _messages(doc):
+        if m["role"] == "user" and m.get("content", "").startswith("Yes, I'd like to proceed"):
+            m["content"] = "Could you please confirm if I'll receive a refund?"
+    v = _verdicts(doc, tmp_path)[2]
+    c = _criterion(v, "PC:call0:confirmation")
+    assert c.decision.value == "true" and c.support.source == "user"
+
+
+def test_a_value_nothing_in_the_log_holds_fires_and_an_unknown_rule_field_abstains(
+        tmp_path: Path) -> None:
+    doc = _doc()
+    for m in _messages(doc):
+        for c in m.get("tool_calls") or []:
+            if c["name"] == "cancel_reservation":
+                c["arguments"]["reservation_id"] = "ZZQ9X1"
+    v = _verdicts(doc, tmp_path)[2]
+    uv = _criterion(v, "UV:call0:reservation_id")
+    assert uv.decision.value == "true" and "nothing in the log" in uv.rationale
+    # the call names no reservation that was read: the rules over it cannot be evaluated
+    rule = _criterion(v, "PC:call0:rule:cancellable")
+    assert rule.decision.value == "abstain" and "target" in rule.rationale
+
+
+def test_a_refused_call_is_not_judged(tmp_path: Path) -> None:
+    doc = _doc()
+    m = _result_of(doc, "cancel_reservation")
+    m["content"], m["error"] = "Error: reservation not found", True
+    assert _verdicts(doc, tmp_path)[2].criteria == []
+
+
+def test_tool_rule_errors_name_the_field(tmp_path: Path) -> None:
+    base = {"workflows": [{"id": "w", "slots": ["a"], "tools": {
+        "get_order_details": {"writes": False},
+        "cancel": {"confirms": True, "rules": [{"id": "r", "check": "target.status =="}]}}}],
+        "slots": [{"name": "a"}]}
+    with pytest.raises(InputError, match=r"rules\[0\]\.check.*does not compile"):
+        parse_spec(base, "s.yaml")
+    bad = copy.deepcopy(base)
+    bad["workflows"][0]["tools"]["cancel"]["rules"][0]["check"] = 'order.status == "x"'
+    with pytest.raises(InputError, match="unknown name 'order'"):
+        parse_spec(bad, "s.yaml")
+    bad["workflows"][0]["tools"]["cancel"]["rules"][0]["check"] = "results.get_oder.x == 1"
+    with pytest.raises(InputError, match=r"results\.get_oder"):
+        parse_spec(bad, "s.yaml")
+    bad = copy.deepcopy(base)
+    del bad["workflows"][0]["tools"]["cancel"]["rules"]
+    bad["workflows"][0]["tools"]["cancel"]["target"] = {"arg": "id", "read": ["get_order"]}
+    with pytest.raises(InputError, match=r"target\.read\[0\]"):
+        parse_spec(bad, "s.yaml")
+
+
+def test_cel_rules_evaluate_arithmetic_lists_and_abstain_on_missing_fields() -> None:
+    b = {"args": {"total_baggages": 3, "nonfree_baggages": 1, "passengers": [{}, {}]},
+         "context": {"free": {"gold": {"economy": 1}}}, "results": {"u": {"membership": "gold"}}}
+    rule = ("int(args.nonfree_baggages) == (int(args.total_baggages) - int(context.free["
+            "results.u.membership]['economy']) * size(args.passengers) > 0 ? "
+            "int(args.total_baggages) - int(context.free[results.u.membership]['economy']) * "
+            "size(args.passengers) : 0)")
+    assert evaluate_rule(rule, b).value is True
+    b["args"]["nonfree_baggages"] = 0
+    assert evaluate_rule(rule, b).value is False
+    out = evaluate_rule("target.status == 'pending'", b)
+    assert out.value is None and "target" in out.reason
+
+
+def test_example_specs_load() -> None:
+    for p in (AIRLINE, RETAIL):
+        spec = load_spec(p)
+        commits = {n for wf in spec.workflows.values() for n, t in wf.tools.items() if t.is_commit}
+        assert commits, p
