@@ -25,7 +25,7 @@ from sage_tod.importers import import_file
 from sage_tod.importers.mwzeval import read_mwzeval
 from sage_tod.lab import natural
 from sage_tod.lab.datasets import abcd, multiwoz
-from sage_tod.lab.slices import BuildConfig, build
+from sage_tod.lab.slices import BuildConfig, build, strip_acts
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -50,6 +50,22 @@ FIXTURE_SLICES = BuildConfig(mw_per_domain=2, mw_injected=4, uv_per_domain=1, uv
 DATA_SLICES: dict[str, Callable[[TurnDict], bool] | None] = {
     "dev": None, "mw-mixed": every_nth(3), "sgd": every_nth(4)}
 NATURAL_SYSTEMS: tuple[str, ...] = ("damd", "mintl")
+MWZEVAL_EXCERPTS: tuple[str, ...] = ("damd", "mintl")
+# fixture files that hold no turns (specs, schemas, databases, value lists, notes)
+NOT_TURNS: tuple[str, ...] = ("*.md", "*.yaml", "*/db/*", "schema.json", "ontology.json",
+                              "kb.json")
+
+
+def fixture_turn_files() -> set[str]:
+    """The fixture files `fixture_sources` reads turns or dialogues from (relative to
+    tests/fixtures), so a test can tell when a new fixture is left out of the snapshot."""
+    files = {f"logs/{name}" for _, name, _ in LOG_CASES}
+    files |= {f"mwzeval/{s}_excerpt.json" for s in MWZEVAL_EXCERPTS}
+    files.add("mwzeval/corpus_test_excerpt.json")
+    files |= {"datasets/multiwoz/mwz21_convlab2/val.json.gz", "datasets/abcd/abcd_sample.json"}
+    files |= {str(p.relative_to(FIXTURES))
+              for p in (FIXTURES / "datasets" / "sgd" / "test").glob("dialogues_*.json*")}
+    return files
 
 
 def _jsonl(path: Path) -> list[TurnDict]:
@@ -61,11 +77,10 @@ def demo_sources() -> list[Source]:
 
 
 def _built_slices(out: Path, cfg: BuildConfig, root: Path, names: list[str],
-                  prefix: str, suffix: str = "",
-                  picks: dict[str, Callable[[TurnDict], bool] | None] | None = None
+                  prefix: str, picks: dict[str, Callable[[TurnDict], bool] | None] | None = None
                   ) -> list[Source]:
     manifest: dict[str, Any] = build(out, names, cfg, root)
-    return [Source(f"{prefix}{name}{suffix}", load_spec(out / s["spec"]), _jsonl(out / s["file"]),
+    return [Source(f"{prefix}{name}", load_spec(out / s["spec"]), _jsonl(out / s["file"]),
                    (picks or {}).get(name))
             for name, s in manifest["slices"].items()]
 
@@ -77,7 +92,7 @@ def fixture_sources(tmp: Path) -> list[Source]:
         out.append(Source(f"logs/{name}", bundle, import_file(fmt, LOGS / name, bundle).turns))
     datasets = FIXTURES / "datasets"
     mw_spec = parse_spec(multiwoz.compile_spec(datasets))
-    for system in ("damd", "mintl"):
+    for system in MWZEVAL_EXCERPTS:
         turns, _ = read_mwzeval(FIXTURES / "mwzeval" / f"{system}_excerpt.json",
                                 FIXTURES / "mwzeval" / "corpus_test_excerpt.json", mw_spec)
         out.append(Source(f"mwzeval/{system}", mw_spec, turns))
@@ -91,12 +106,17 @@ def fixture_sources(tmp: Path) -> list[Source]:
 
 
 def data_slice_sources(tmp: Path, root: Path) -> list[Source]:
-    """Raises `DataMissing` (an InputError naming the files) when the data lacks them."""
-    names = list(DATA_SLICES)
+    """Raises `DataMissing` (an InputError naming the files) when the data lacks them.
+
+    Built once, with acts; the text-only form of each turn is `strip_acts` of it, which is
+    what `slices build --no-acts` writes (one build instead of two: the corpora's JSON
+    decoding is most of the test's time)."""
     out: list[Source] = []
-    for acts, suffix in ((True, ""), (False, "/no-acts")):
-        out += _built_slices(tmp / f"data-slices{suffix.replace('/', '-')}",
-                             BuildConfig(acts=acts), root, names, "", suffix, DATA_SLICES)
+    for s in _built_slices(tmp / "data-slices", BuildConfig(), root, list(DATA_SLICES), "",
+                           picks=DATA_SLICES):
+        out.append(s)
+        out.append(Source(f"{s.name}/no-acts", s.spec, [strip_acts(t) for t in s.turns],
+                          s.pick))
     return out
 
 

@@ -18,6 +18,7 @@ import copy
 import json
 import os
 from collections.abc import Callable
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,15 @@ from golden_snapshots import (
     turn_key,
     write_rows,
 )
-from golden_sources import data_slice_sources, demo_sources, fixture_sources, natural_sources
+from golden_sources import (
+    FIXTURES,
+    NOT_TURNS,
+    data_slice_sources,
+    demo_sources,
+    fixture_sources,
+    fixture_turn_files,
+    natural_sources,
+)
 from sage_tod.lab.datasets.paths import DataMissing, data_root
 
 UPDATING = os.environ.get(UPDATE_ENV, "").strip() not in ("", "0")
@@ -119,6 +128,15 @@ def test_golden_snapshot_unchanged(name: str, evaluators: Evaluators,
     problem = check_file(path, sources, evaluators)
     if problem:
         pytest.fail(problem, pytrace=False)
+
+
+def test_every_turn_fixture_is_in_the_snapshot() -> None:
+    """A turns or log file added under tests/fixtures must join fixtures.jsonl."""
+    present = {str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*")
+               if p.is_file() and "golden" not in p.relative_to(FIXTURES).parts
+               and not any(fnmatch(p.name, pat) or fnmatch(str(p), pat) for pat in NOT_TURNS)}
+    assert present - fixture_turn_files() == set(), "add them to tests/golden_sources.py"
+    assert fixture_turn_files() <= present  # and the list names no file that is gone
 
 
 # the check itself can fail
