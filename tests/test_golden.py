@@ -34,6 +34,7 @@ from golden_snapshots import (
     expected_keys,
     read_rows,
     report,
+    row_id,
     turn_key,
     write_rows,
 )
@@ -106,11 +107,7 @@ def check_file(path: Path, sources: list[Source], ev: Evaluators) -> str | None:
     if not changes:
         return None
     texts = {(s.name, turn_key(t)): str(t.get("user", "")) for s in sources for t in s.turns}
-    return report(path.name, len({*map(_rid, old), *map(_rid, new)}), changes, texts)
-
-
-def _rid(r: Row) -> tuple[str, str]:
-    return (str(r["source"]), str(r["key"]))
+    return report(path.name, len({*map(row_id, old), *map(row_id, new)}), changes, texts)
 
 
 @pytest.mark.parametrize("name", ["demo.jsonl", "fixtures.jsonl", "data-slices.jsonl",
