@@ -280,18 +280,23 @@ def _failed(result: Message | None) -> bool:
 
 
 def conversation_labels(msgs: Sequence[Message], golds: Sequence[GoldAction],
-                        writes: Mapping[str, WriteTool]) -> list[TurnLabel]:
-    """One label per user message, in order: the importer's turns of this conversation.
+                        writes: Mapping[str, WriteTool],
+                        firsts: Sequence[int] | None = None) -> list[TurnLabel]:
+    """One label per turn of the conversation, in order.
 
-    Calls made before the first user message belong to no turn (the importer
-    counts them and puts them in none), so they are not labelled either.
+    `firsts` are the message indices where the importer opened its turns
+    (`meta.first_message`); a turn holds every assistant call from there to
+    the next turn's first message, so the labels follow whatever the importer
+    counts as a turn (simulator control messages open none). Without it, every
+    user message opens a turn. Calls before the first turn belong to no turn.
     """
     results = {m.call_id: m for m in msgs if m.role == "tool" and m.call_id is not None}
+    starts = set(firsts) if firsts is not None else {m.index for m in msgs if m.role == "user"}
     turns: list[list[Call]] = []
     for m in msgs:
-        if m.role == "user":
+        if m.index in starts:
             turns.append([])
-        elif m.role == "assistant" and turns:
+        if m.role == "assistant" and turns:
             turns[-1].extend(m.calls)
     out: list[TurnLabel] = []
     for calls in turns:
@@ -464,19 +469,19 @@ def labelled_turns(tf: TrajectoryFile, spec: SpecBundle,
     finally:
         if tf.import_path is not None:
             tf.import_path.unlink(missing_ok=True)
-    labels = {c.where: (c, conversation_labels(c.messages, c.golds, writes))
-              for c in tf.conversations}
+    firsts: dict[str, list[int]] = {}
+    for turn in res.turns:
+        firsts.setdefault(turn["meta"]["record"], []).append(turn["meta"]["first_message"])
+    convs = {c.where: c for c in tf.conversations}
+    labels = {w: conversation_labels(convs[w].messages, convs[w].golds, writes, f)
+              for w, f in firsts.items()}
     ordinal: Counter[str] = Counter()
     out: list[TurnDict] = []
     for turn in res.turns:
         meta = turn["meta"]
-        conv, per_turn = labels[meta["record"]]
-        k = ordinal[meta["record"]]
+        conv = convs[meta["record"]]
+        lab = labels[meta["record"]][ordinal[meta["record"]]]
         ordinal[meta["record"]] += 1
-        if k >= len(per_turn):
-            raise InputError(tf.path, f"the importer made more turns than user messages "
-                             f"({meta['record']})")
-        lab = per_turn[k]
         tl: dict[str, Any] = {"label": lab.label, "subclass": lab.subclass, "diff": lab.diff,
                               "calls": [c.as_dict() for c in lab.calls],
                               "failed_writes": lab.failed_writes, "reward": meta.get("reward")}
@@ -488,10 +493,6 @@ def labelled_turns(tf: TrajectoryFile, spec: SpecBundle,
             turn["gold"] = {"label": "failure" if lab.label == "failure" else "acceptable",
                             "class": None}
         out.append(turn)
-    for where, (_, per_turn) in labels.items():
-        if ordinal[where] != len(per_turn):
-            raise InputError(tf.path, f"{where}: {len(per_turn)} user messages but the "
-                             f"importer made {ordinal[where]} turns")
     return out
 
 
