@@ -323,6 +323,13 @@ def test_turn_metrics_by_hand() -> None:
     assert lo is not None and hi is not None and 0 <= lo <= 0.4 <= hi <= 1
 
 
+def test_f1_is_undefined_without_failures() -> None:
+    clean_only = [t for t in TABLE if t.label == "clean"]
+    m = turn_metrics(clean_only, lambda t: t.label, n_boot=50)
+    assert m["f1"]["point"] is None and m["flag_all_f1"] is None
+    assert m["clean_flag_rate"]["point"] == pytest.approx(0.5)  # B1 flagged of B1, B2
+
+
 def test_conversation_aucs_by_hand() -> None:
     m = conversation_metrics(TABLE, n_boot=200)
     assert (m["conversations"], m["failed"]) == (3, 2)
@@ -358,3 +365,37 @@ def test_audit_error_rate_and_reader_labels(tmp_path: Path) -> None:
     from sage_tod.contracts.errors import InputError
     with pytest.raises(InputError, match="reader label"):
         read_audit(p)
+
+
+def test_shipped_audit_is_consistent() -> None:
+    from sage_tod.lab.tool_agents_score import AUDIT_FILE
+
+    rows = read_audit(AUDIT_FILE)
+    assert len(rows) >= 60
+    assert {r["gold"] for r in rows} == {"failure", "clean"}
+    assert all(r["agrees"] == (r["reader"] == r["gold"]) for r in rows
+               if r["reader"] != "cant_tell")
+    assert len({(r["file"], r["dialogue_id"], r["turn_id"]) for r in rows}) == len(rows)
+    assert len({r["file"] for r in rows}) >= 6  # across agents
+    assert {"retail", "airline"} <= {d for r in rows for d in DOMAIN_WORDS if d in r["file"]}
+
+
+DOMAIN_WORDS = ("airline", "retail")
+SFT = DATA / "tau2-retail-gpt-4.1-sft.json"
+
+
+@pytest.mark.skipif(not SFT.exists(), reason="tool-agents data absent ($SAGE_TOD_DATA)")
+def test_shipped_audit_gold_labels_are_the_builders(tmp_path: Path) -> None:
+    from sage_tod.lab.tool_agents_score import AUDIT_FILE
+
+    d = _data_dir(tmp_path)
+    shutil.copy(SFT, d)
+    spec_p = tmp_path / "retail.yaml"
+    spec_p.write_text(RETAIL_SPEC, encoding="utf-8")
+    out = tmp_path / "out"
+    build_tool_agents(d, out, {"retail": (spec_p, load_spec(spec_p))})
+    built = {(t["dialogue_id"], t["turn_id"]): t["meta"]["tool_label"]["label"]
+             for t in _lines(out / "tau2-retail-gpt-4.1-sft.turns.jsonl")}
+    mine = [r for r in read_audit(AUDIT_FILE) if r["file"] == SFT.stem]
+    assert len(mine) >= 10
+    assert all(built[(r["dialogue_id"], r["turn_id"])] == r["gold"] for r in mine)

@@ -183,7 +183,8 @@ def turn_metrics(turns: Sequence[ScoredTurn], gold: Callable[[ScoredTurn], str |
         "tasks": len(tasks), "tp": int(tp), "fp": int(fp), "fn": int(fn), "tn": int(tn),
         "precision": _ratio(tp, tp + fp), "recall": _ratio(tp, fail),
         "undecided_rate": _ratio(s[8], fail + clean),
-        "f1_decided": _f1(dtp, dfp, dfn) if dtp + dfp + dfn else None,
+        # F1 of a failure class with no failures is undefined, not 0
+        "f1_decided": _f1(dtp, dfp, dfn) if dtp + dfn else None,
         "decided": int(s[4:8].sum()),
     }
     if not lab:
@@ -195,9 +196,9 @@ def turn_metrics(turns: Sequence[ScoredTurn], gold: Callable[[ScoredTurn], str |
     bf1 = np.where(den > 0, 2 * b[:, 0] / np.where(den > 0, den, 1), 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         bcf = np.where(b[:, 1] + b[:, 3] > 0, b[:, 1] / (b[:, 1] + b[:, 3]), np.nan)
-    out["f1"] = _interval(bf1, _f1(tp, fp, fn))
+    out["f1"] = _interval(bf1, _f1(tp, fp, fn) if fail else None)
     out["clean_flag_rate"] = _interval(bcf, _ratio(fp, clean))
-    out["flag_all_f1"] = _f1(fail, clean, 0) if fail + clean else None
+    out["flag_all_f1"] = _f1(fail, clean, 0) if fail else None
     return out
 
 
@@ -357,8 +358,10 @@ def markdown(res: Mapping[str, Any]) -> str:
                            f"{_f(g['f1'])} | {_f(g['f1_decided'])} | "
                            f"{_f(g['clean_flag_rate'])} | {_f(g['flag_all_f1'])} |")
         a = res["audit"]
+        strata = "; ".join(f"gold {k}: {v['disagree']} of {v['n']} disagree"
+                           for k, v in sorted(a["by_gold_label"].items()))
         sub += ["", f"Label audit: {a['audited']} turns read, {a['cant_tell']} can't tell; "
                 f"label error rate on the {a['readable']} readable turns "
-                f"{_f(a['label_error_rate'])} (task bootstrap)."]
+                f"{_f(a['label_error_rate'])} (task bootstrap); {strata}."]
         text += "\n".join(sub) + "\n"
     return text
