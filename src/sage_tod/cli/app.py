@@ -29,6 +29,7 @@ from sage_tod.cli.llm import llm_app
 from sage_tod.cli.models import calibrate as nli_calibrate
 from sage_tod.cli.models import models_app
 from sage_tod.cli.speed import register as register_speed
+from sage_tod.cli.tool_agents import bench_cmd as tool_agents_bench_cmd
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.parquet import VerdictParquetWriter, is_parquet
 from sage_tod.contracts.spec import load_spec
@@ -481,6 +482,9 @@ def bench_diff_cmd(
                  f"{sum(d.relabelled for d in diffs)} in the label"),
               markup=False, highlight=False)
     raise typer.Exit(1 if differ else 0)
+
+
+bench_app.command("tool-agents")(tool_agents_bench_cmd)
 
 
 @bench_app.command("report")

@@ -16,6 +16,7 @@ import typer
 from rich.table import Table
 
 from sage_tod.cli.natural import natural_cmd
+from sage_tod.cli.tool_agents import slices_cmd as tool_agents_cmd
 from sage_tod.contracts.criteria import CLASS_NAMES
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import parse_spec
@@ -124,3 +125,4 @@ def build_cmd(
 
 
 slices_app.command("natural")(natural_cmd)
+slices_app.command("tool-agents")(tool_agents_cmd)
