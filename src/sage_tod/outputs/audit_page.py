@@ -55,7 +55,7 @@ border-radius:3px;cursor:pointer;padding:0}
 .box{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:10px 14px;
 margin-bottom:12px}
 .box h2{margin:0 0 6px}
-.hist{max-height:320px;overflow:auto}
+.hist{max-height:260px;overflow:auto}
 .now{border-left:4px solid #2e90fa}
 .tool{background:#f5f3ff;border:1px solid #d9d6fe;border-radius:6px;margin:4px 0;padding:4px 8px}
 .tool pre{margin:2px 0;max-height:180px;overflow:auto;font-size:12px;white-space:pre-wrap}
@@ -99,6 +99,7 @@ _JS = """
   function show(){
     if (state.pos < 0 || state.pos >= items.length) state.pos = 0;
     items.forEach(i => sections[i].hidden = (i !== cur()));
+    const h = sections[cur()].querySelector('.hist'); if (h) h.scrollTop = h.scrollHeight;
     const l = lab();
     document.querySelectorAll('#panel button.lab').forEach(b =>
       b.classList.toggle('on', b.dataset.label === l.label));
@@ -261,7 +262,6 @@ def _item_html(item: AuditItem, k: int, n: int, wf: WorkflowInfo | None) -> str:
     return (f'<section class="item" data-item="{_e(item.item)}" hidden>'
             f'<div class="sub"><b>{_e(item.item)}</b> ({k} of {n}) &middot; dialogue '
             f"{_e(item.dialogue_id)}, turn {_e(item.turn_id)}</div>"
-            + _workflow_html(item, wf)
             + '<div class="box"><h2>earlier in the dialogue</h2><div class="hist">'
             + ("".join(hist) or '<p class="muted">nothing: this is the first turn</p>')
             + "</div></div>"
@@ -270,7 +270,8 @@ def _item_html(item: AuditItem, k: int, n: int, wf: WorkflowInfo | None) -> str:
             + (f'<div class="calls"><div class="muted">the agent called</div>{calls}</div>'
                if calls else "")
             + _utt("<b>agent</b>", item.agent, "a-t") + "</div>"
-            + f'<div class="box"><h2>state</h2>{_state_html(item)}</div></section>')
+            + f'<div class="box"><h2>state</h2>{_state_html(item)}</div>'
+            + _workflow_html(item, wf) + "</section>")
 
 
 def _help_html() -> str:

@@ -86,22 +86,24 @@ def _largest_remainder(total: int, weights: Mapping[str, float]) -> dict[str, in
 
 def _fill(total: int, weights: Mapping[str, float], caps: Mapping[str, int]
           ) -> tuple[dict[str, int], int]:
-    """Water-filling: quotas by weight, capped at each stratum's size; (quotas, unplaced)."""
+    """Quotas by weight, capped at each stratum's size: a stratum whose fair share is
+    more than it has gets all it has and the rest is shared again among the others;
+    (quotas, turns no stratum could take) back."""
     alloc = dict.fromkeys(weights, 0)
-    left = total
-    open_ = {k for k, w in weights.items() if w > 0 and caps[k] > 0}
-    while left > 0 and open_:
-        share = _largest_remainder(left, {k: weights[k] for k in sorted(open_)})
-        placed = 0
-        for k, q in share.items():
-            take = min(q, caps[k] - alloc[k])
-            alloc[k] += take
-            placed += take
-            if alloc[k] >= caps[k]:
-                open_.discard(k)
-        left -= placed
-        if placed == 0:
+    active = {k for k, w in weights.items() if w > 0 and caps[k] > 0}
+    left = max(0, total)
+    while active:
+        wsum = sum(weights[k] for k in active)
+        full = {k for k in active if left * weights[k] / wsum >= caps[k]}
+        if not full:
             break
+        for k in full:
+            alloc[k] = caps[k]
+            left -= caps[k]
+        active -= full
+    if active and left > 0:
+        alloc.update(_largest_remainder(left, {k: weights[k] for k in sorted(active)}))
+        left = 0
     return alloc, left
 
 
