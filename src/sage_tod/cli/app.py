@@ -21,6 +21,7 @@ from rich.progress import (
 from rich.text import Text
 
 from sage_tod import demo as demo_data
+from sage_tod.cli.audit import register as register_audit
 from sage_tod.cli.data import slices_app, specs_export
 from sage_tod.cli.errors import install_guards, one_line_errors
 from sage_tod.cli.importers import load_log
@@ -58,6 +59,7 @@ app.command("calibrate")(nli_calibrate)
 register_import(app)
 app.command("gate")(gate_cmd)
 register_speed(app)
+register_audit(app)
 
 T = TypeVar("T")
 
