@@ -12,11 +12,13 @@ evaluator moved".
 Two snapshots are compared with `sage-tod bench diff`'s notion of the same verdict
 (`sage_tod.lab.verdict_diff`): any field that differs is a change, and a change is
 *decided* when the label, the classes or a criterion's (id, decision, deciding stage)
-moved; otherwise it is a detail (margin, span, args).
+moved; otherwise it is a detail (margin, span, args). Margins within one unit of the
+fourth decimal count as equal (`MARGIN_TOLERANCE`).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import zlib
@@ -37,6 +39,10 @@ CONFIGS: tuple[str, ...] = ("s1", "core")
 UPDATE_ENV = "SAGE_TOD_UPDATE_GOLDEN"
 UPDATE_COMMAND = f"{UPDATE_ENV}=1 pytest tests/test_golden.py"
 MARGIN_DECIMALS = 4
+# Two margins this close are the same: a score that differs in its last bits on another
+# CPU (ONNX Runtime's kernels differ by instruction set) can round to the neighbouring
+# fourth decimal; a real change moves a margin further, or moves a decision.
+MARGIN_TOLERANCE = 1.5 * 10 ** -MARGIN_DECIMALS
 SHOWN_TURNS = 15  # a diff spells out this many turns per file, then counts the rest
 
 TurnDict = dict[str, Any]
@@ -255,8 +261,24 @@ class RowChange:
     lines: list[str]
 
 
+def _without_rounding_noise(old: Row, new: Row) -> Row:
+    """`new` with every margin within `MARGIN_TOLERANCE` of the snapshot's set to it."""
+    out = copy.deepcopy(new)
+    for cfg in CONFIGS:
+        if not isinstance(old.get(cfg), dict) or not isinstance(out.get(cfg), dict):
+            continue
+        before = {c["id"]: c for c in old[cfg]["criteria"]}
+        for c in out[cfg]["criteria"]:
+            b = before.get(c["id"])
+            if b is not None and abs(float(c["margin"]) - float(b["margin"])) <= MARGIN_TOLERANCE:
+                c["margin"] = b["margin"]
+    return out
+
+
 def row_change(old: Row | None, new: Row | None) -> RowChange | None:
     """What differs between the snapshot's line and today's, in words; None when equal."""
+    if old is not None and new is not None:
+        new = _without_rounding_noise(old, new)
     if old == new:
         return None
     ref = old if old is not None else new

@@ -34,6 +34,7 @@ from golden_snapshots import (
     expected_keys,
     read_rows,
     report,
+    row_change,
     row_id,
     turn_key,
     write_rows,
@@ -201,6 +202,21 @@ def test_margin_args_and_missing_turns_are_reported_as_such(
             in problem)
     assert "new turn, not in the snapshot" in problem
     assert "[decided] demo nowhere:0" in problem and "no such turn now" in problem
+
+
+def test_a_margin_is_compared_at_four_decimals_not_bit_for_bit() -> None:
+    row = _first_with_criteria(read_rows(GOLDEN_DIR / "demo.jsonl"))
+    crit = row["core"]["criteria"][0]
+
+    def with_margin(delta: float) -> Row:
+        new = copy.deepcopy(row)
+        new["core"]["criteria"][0]["margin"] = round(crit["margin"] + delta, 4)
+        return new
+    assert row_change(row, with_margin(0.0001)) is None  # a rounding step on another CPU
+    change = row_change(row, with_margin(0.0003))
+    assert change is not None and not change.decided
+    assert change.lines == [f"core {crit['id']}: margin {crit['margin']} -> "
+                            f"{round(crit['margin'] + 0.0003, 4)}"]
 
 
 def test_a_changed_input_turn_is_told_apart(
