@@ -403,7 +403,7 @@ def to_markdown(s: AuditScore) -> str:
     def cell(x: Mapping[str, Any] | None) -> str:
         if x is None:
             return ""
-        text = x["label"] + (f" {x['class']}" if x["class"] else "") + (
+        text = str(x["label"]) + (f" {x['class']}" if x["class"] else "") + (
             f" ({x['note']})" if x["note"] else "")
         return text.replace("|", "/").replace("\n", " ")
 
