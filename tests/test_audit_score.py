@@ -279,3 +279,24 @@ def test_an_edited_items_file_is_refused(tmp_path: Path) -> None:
     fa = _labels(tmp_path / "a.json", a_dir, "ann", _rows(items, ["acceptable"] * len(items)))
     r = runner.invoke(app, ["audit", "score", str(a_dir), str(fa)])
     assert r.exit_code == 2 and "changed after sampling" in r.output
+
+
+def test_labels_from_rows_map_values_and_name_bad_rows(tmp_path: Path) -> None:
+    a_dir, items, _ = _audit(tmp_path)
+    rows = [{"conv": i["dialogue_id"], "t": i["turn_id"], "lab": "ok" if k % 2 else "bad",
+             "cls": "UV"} for k, i in enumerate(items)]
+    rows.append({"conv": "elsewhere", "t": 0, "lab": "ok"})
+    src = tmp_path / "sheet.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "carol.json"
+    base = ["audit", "labels", str(a_dir), str(src), "--annotator", "carol", "--key",
+            "{conv}:{t}", "--label-field", "lab", "--class-field", "cls", "--out", str(out)]
+    r = runner.invoke(app, base)
+    assert r.exit_code == 2 and "label 'bad' is not one of" in r.output and ":1:" in r.output
+    r = runner.invoke(app, [*base, "--map", "ok=acceptable", "--map", "bad=failure"])
+    assert r.exit_code == 0, r.output
+    assert "1 row(s) for turns outside the audit set skipped" in r.output
+    got = json.loads(out.read_text())["labels"]
+    assert [x["item"] for x in got] == [i["item"] for i in items]
+    assert [(x["label"], x["class"]) for x in got][:2] == [("failure", "UV"),
+                                                          ("acceptable", None)]
