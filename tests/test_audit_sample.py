@@ -178,3 +178,19 @@ def test_verdicts_without_their_turns_are_refused(tmp_path: Path) -> None:
                             "--out", str(tmp_path / "x"), "--n", "50"])
     assert r.exit_code == 2
     assert "has no turn for" in r.output and "Traceback" not in r.output
+
+
+def test_duplicate_verdicts_and_an_empty_sample_are_refused(tmp_path: Path) -> None:
+    v = _evaluate(tmp_path, demo.turns_path(), demo.spec_path())
+    first = v.read_text().splitlines()[0]
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text(v.read_text() + first + "\n")
+    r = runner.invoke(app, ["audit", "sample", "--verdicts", str(dup), "--turns",
+                            str(demo.turns_path()), "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "duplicate verdict for turn" in r.output
+    strata = ["acceptable", "failure:IUV", "failure:PC", "failure:UV", "failure:WNF",
+              "undecided"]
+    zero = [x for s in strata for x in ("--weight", f"{s}=0")]
+    r = runner.invoke(app, ["audit", "sample", "--verdicts", str(v), "--turns",
+                            str(demo.turns_path()), "--out", str(tmp_path / "y"), *zero])
+    assert r.exit_code == 2 and "nothing to sample" in r.output

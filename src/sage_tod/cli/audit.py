@@ -87,7 +87,7 @@ def sample(
         table.add_row(name, str(s.population), str(s.sampled))
     out.print(table)
     out.print(f"wrote {out_dir / ITEMS} (for the pages) and {out_dir / KEY} (the tool's "
-              "answers: keep it from the annotators)", highlight=False)
+              "answers: keep it from the annotators)", highlight=False, soft_wrap=True)
 
 
 @audit_app.command("page")
@@ -105,7 +105,7 @@ def page(
     html = render_audit_page(manifest, items, annotator.strip())
     write_atomic(out_path, html, overwrite=overwrite)
     out.print(f"wrote {out_path} ({len(items)} items, {len(html) // 1024} KiB) for "
-              f"{annotator.strip()}", highlight=False)
+              f"{annotator.strip()}", highlight=False, soft_wrap=True)
 
 
 @audit_app.command("score")
@@ -180,7 +180,7 @@ def labels(
     write_atomic(out_path, labels_json(lf), overwrite=overwrite)
     msg = (f"wrote {out_path}: {len(lf.labels)} of {len(items)} items labelled by "
            f"{annotator}; {skipped} row(s) for turns outside the audit set skipped")
-    (err if len(lf.labels) < len(items) else out).print(msg, highlight=False)
+    (err if len(lf.labels) < len(items) else out).print(msg, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

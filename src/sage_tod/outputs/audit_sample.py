@@ -315,6 +315,8 @@ def sample_audit(verdicts: Sequence[Verdict], turns_path: Path, opts: SampleOpti
         pool = by_stratum[name]
         picked.extend((v, name) for v in rng.sample(pool, quotas.get(name, 0)))
     rng.shuffle(picked)
+    if not picked:
+        raise InputError("--weight", "every stratum with turns has weight 0: nothing to sample")
     turns = read_audit_turns(turns_path, {v.key for v, _ in picked})
     missing = [v.key for v, _ in picked if v.key not in turns]
     if missing:

@@ -342,14 +342,20 @@ def score_audit(names: Sequence[str], labels: Sequence[Mapping[str, ItemLabel]],
     by_item = {e.item: e for e in key.items}
     dis: list[dict[str, Any]] = []
     for c in cons:
-        if c.source == "disagreement" or (c.source == "agreed" and not c.class_agreed):
-            e = by_item[c.item]
-            dis.append({"item": c.item, "key": f"{e.dialogue_id}:{e.turn_id}",
-                        "what": "label" if c.source == "disagreement" else "class",
-                        "labels": {n: {"label": lab[c.item].label,
-                                       "class": lab[c.item].failure_class,
-                                       "note": lab[c.item].note}
-                                   for n, lab in zip(names, labels, strict=True)}})
+        labs = {lab[c.item].label for lab in labels}
+        classes = {_class_of(lab[c.item]) for lab in labels}
+        if len(labs) == 1 and len(classes) == 1:
+            continue
+        e = by_item[c.item]
+        adj = adjudicated.get(c.item) if adjudicated else None
+        dis.append({"item": c.item, "key": f"{e.dialogue_id}:{e.turn_id}",
+                    "what": "label" if len(labs) > 1 else "class",
+                    "labels": {n: {"label": lab[c.item].label,
+                                   "class": lab[c.item].failure_class,
+                                   "note": lab[c.item].note}
+                               for n, lab in zip(names, labels, strict=True)},
+                    "adjudicated": None if adj is None else {
+                        "label": adj.label, "class": adj.failure_class, "note": adj.note}})
     if adjudicated:
         changed = sum(1 for c in cons if c.source == "adjudicated"
                       and len({lab[c.item].label for lab in labels}) == 1)
@@ -385,23 +391,29 @@ def to_markdown(s: AuditScore) -> str:
     else:
         lines += [a["note"], ""]
     src = Counter(c.source for c in s.consensus)
+    what = Counter(d["what"] for d in s.disagreements)
+    open_ = sum(1 for d in s.disagreements if d["adjudicated"] is None)
     lines += ["## Consensus", "",
               f"{sum(1 for c in s.consensus if c.label)} items with a consensus label "
               f"({src['agreed']} agreed, {src['adjudicated']} adjudicated); "
-              f"{src['disagreement']} label disagreement(s) to adjudicate, "
-              f"{sum(1 for d in s.disagreements if d['what'] == 'class')} class "
-              f"disagreement(s), {src['cant_tell']} item(s) all marked can't tell.", ""]
+              f"{what['label']} label and {what['class']} class disagreement(s), "
+              f"{open_} of them still to adjudicate; {src['cant_tell']} item(s) all marked "
+              "can't tell.", ""]
+
+    def cell(x: Mapping[str, Any] | None) -> str:
+        if x is None:
+            return ""
+        text = str(x["label"]) + (f" {x['class']}" if x["class"] else "") + (
+            f" ({x['note']})" if x["note"] else "")
+        return text.replace("|", "/").replace("\n", " ")
+
     if s.disagreements:
-        lines += ["| item | turn | what | " + " | ".join(s.annotators) + " |",
-                  "|---|---|---|" + "---|" * len(s.annotators)]
+        lines += ["| item | turn | what | " + " | ".join(s.annotators) + " | adjudicated |",
+                  "|---|---|---|" + "---|" * (len(s.annotators) + 1)]
         for d in s.disagreements:
-            cells = []
-            for n in s.annotators:
-                x = d["labels"][n]
-                cells.append(x["label"] + (f" {x['class']}" if x["class"] else "")
-                             + (f" ({x['note']})" if x["note"] else ""))
             lines.append(f"| {d['item']} | {d['key']} | {d['what']} | "
-                         + " | ".join(c.replace("|", "/") for c in cells) + " |")
+                         + " | ".join(cell(d["labels"][n]) for n in s.annotators)
+                         + f" | {cell(d['adjudicated'])} |")
         lines.append("")
     t = s.tool
     o, w = t["overall"], t["weighted"]
