@@ -296,16 +296,17 @@ def test_cli_builds_and_rejects_a_bad_spec_option(tmp_path: Path) -> None:
 # scoring, on a table worked out by hand
 
 
-def _t(conv: str, task: str, label: str, verdict: str, reward: float) -> ScoredTurn:
-    return ScoredTurn("f", "retail", conv, task, f"{conv}:{id(label)}", label, verdict, reward)
+def _t(conv: str, turn: int, task: str, label: str, verdict: str, reward: float
+       ) -> ScoredTurn:
+    return ScoredTurn("f", "retail", conv, task, f"{conv}:{turn}", label, verdict, reward)
 
 
 # conversation A (task t1, reward 0): failure/flagged, failure/undecided, unlabelled/flagged
 # conversation B (task t2, reward 1): clean/flagged, clean/acceptable
 # conversation C (task t3, reward 0): failure/acceptable
-TABLE = [_t("A", "t1", "failure", "failure", 0), _t("A", "t1", "failure", "undecided", 0),
-         _t("A", "t1", "unlabelled", "failure", 0), _t("B", "t2", "clean", "failure", 1),
-         _t("B", "t2", "clean", "acceptable", 1), _t("C", "t3", "failure", "acceptable", 0)]
+TABLE = [_t("A", 0, "t1", "failure", "failure", 0), _t("A", 1, "t1", "failure", "undecided", 0),
+         _t("A", 2, "t1", "unlabelled", "failure", 0), _t("B", 0, "t2", "clean", "failure", 1),
+         _t("B", 1, "t2", "clean", "acceptable", 1), _t("C", 0, "t3", "failure", "acceptable", 0)]
 
 
 def test_turn_metrics_by_hand() -> None:
@@ -399,3 +400,16 @@ def test_shipped_audit_gold_labels_are_the_builders(tmp_path: Path) -> None:
     mine = [r for r in read_audit(AUDIT_FILE) if r["file"] == SFT.stem]
     assert len(mine) >= 10
     assert all(built[(r["dialogue_id"], r["turn_id"])] == r["gold"] for r in mine)
+
+
+def test_an_audit_made_for_other_labels_is_refused() -> None:
+    from sage_tod.lab.tool_agents_score import score_tool_agents
+
+    t = TABLE[0]  # gold failure
+    f, did, tid = t.file, *t.key.split(":")
+    row = {"file": f, "dialogue_id": did, "turn_id": tid, "gold": "clean", "reader": "clean",
+           "agrees": True, "reason": "x"}
+    with pytest.raises(ValueError, match="another gold label"):
+        score_tool_agents(TABLE, [row], n_boot=20)
+    ok = score_tool_agents(TABLE, [{**row, "gold": "failure", "agrees": False}], n_boot=20)
+    assert ok["audit"]["label_error_rate"]["point"] == pytest.approx(1.0)

@@ -300,6 +300,11 @@ def score_tool_agents(turns: Sequence[ScoredTurn], audit: Sequence[Mapping[str, 
     if audit:
         reader = {_akey(r): r["reader"] for r in audit}
         mine = [t for t in turns if f"{t.file}/{t.key}" in reader]
+        audited_gold = {_akey(r): r["gold"] for r in audit}
+        stale = [f"{t.file}/{t.key}" for t in mine if audited_gold[f"{t.file}/{t.key}"] != t.label]
+        if stale:  # an audit read against other labels must not be reused silently
+            raise ValueError(f"{len(stale)} audited turns have another gold label in the "
+                             f"slices than in the audit (first: {stale[0]}); re-audit them")
         sub: dict[str, Any] = {}
         for name, ts in (("overall", mine), *sorted(
                 (f"domain:{d}", [t for t in mine if t.domain == d])
