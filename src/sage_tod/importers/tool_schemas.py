@@ -311,10 +311,11 @@ def _workflow_lines(c: ToolClass, read_tools: Sequence[ToolSchema]) -> list[str]
             lines.append(f"        values: {_flow(values)}")
     req = [a.name for a in t.arguments if a.required]
     lines.append(f"    required: {_flow(req)}")
-    if req:
+    if len(req) > 1:
         lines.extend(_comment("the schema's required arguments, as one bucket: no order "
                               "among them. Split the bucket if some must come first.",
                               "    "))
+    if req:
         lines.append(f"    order: [{_flow(req)}]")
     lines.extend(_comment(
         "TODO rules (docs/formats.md §1, Tool rules): what must hold before this call: "
