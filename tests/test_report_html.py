@@ -175,6 +175,11 @@ def test_tool_results_are_escaped(tmp_path: Path) -> None:
     assert text.count("<script>") == 1  # the page's own script only
     assert "Error: &lt;script&gt;window.pwned = 1&lt;/script&gt; &amp; &quot;quotes&quot;" in text
     assert '<span class="badge err">error</span>' in text
+    # each distinct call's body is on the page once, however many later turns repeat it
+    calls = {json.dumps([c.name, c.arguments, c.result, c.error], sort_keys=True)
+             for rec in load_turns_unchecked(tmp_path / "turns.jsonl")
+             for c in rec.turn.tool_calls or ()}
+    assert text.count("<template id=") == len(calls) > 3
 
 
 def test_tool_agent_report_in_headless_chromium(tmp_path: Path) -> None:
@@ -205,7 +210,7 @@ def test_tool_agent_report_in_headless_chromium(tmp_path: Path) -> None:
         # an uncited call is collapsed; a click opens it
         other = calls[1]
         assert other.get_attribute("open") is None
-        assert not other.find_element(By.CSS_SELECTOR, "pre.args").is_displayed()
+        assert not other.find_elements(By.CSS_SELECTOR, "pre.args")  # filled on first open
         other.find_element(By.TAG_NAME, "summary").click()
         assert json.loads(other.find_element(By.CSS_SELECTOR, "pre.args").text) == \
             info["rows"][info["entry"] - 1]["tool_calls"][1]["arguments"]

@@ -7,6 +7,7 @@ So a turn that contains `<script>` renders as text.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 from collections import Counter
@@ -81,6 +82,17 @@ _JS = """
     });
     sel('f-count').textContent = shown + ' turn(s)';
   }
+  // an uncited tool call's body is kept once per page in a <template> (a long dialogue
+  // repeats every earlier call in each later turn's history) and copied in on first open;
+  // its text was escaped when the page was written, so this adds no markup of the data
+  document.addEventListener('click', e => {
+    const s = e.target.closest && e.target.closest('details.call > summary');
+    const d = s && s.parentElement;
+    if (d && d.dataset.tpl && !d.dataset.filled) {
+      d.appendChild(document.getElementById(d.dataset.tpl).content.cloneNode(true));
+      d.dataset.filled = '1';
+    }
+  }, true);
   ['f-verdict','f-class','f-workflow'].forEach(id => sel(id).addEventListener('change', apply));
   sel('f-search').addEventListener('input', apply);
   document.querySelectorAll('tr.row').forEach(r => r.addEventListener('click', () => {
@@ -183,9 +195,13 @@ def _value_html(value: Any, marks: Marks) -> str:
     return _json_html(value, marks)
 
 
-def _call_html(c: ToolCall, pos: int, marks: Mapping[tuple[int, str], Marks]) -> str:
+def _call_html(c: ToolCall, pos: int, marks: Mapping[tuple[int, str], Marks],
+               templates: dict[str, str]) -> str:
     """One call: a collapsible block (open when a span cites it) with the name, the
-    arguments in brief, an error badge, then the arguments and the result in full."""
+    arguments in brief, an error badge, then the arguments and the result in full.
+
+    The body of a call no span cites goes into `templates` (once per distinct call) and
+    the block points to it: the page stays linear in the calls, not quadratic."""
     arg_marks, res_marks = marks.get((pos, "tool_call"), {}), marks.get((pos, "tool_result"),
                                                                          {})
     cited = bool(arg_marks or res_marks)
@@ -200,13 +216,20 @@ def _call_html(c: ToolCall, pos: int, marks: Mapping[tuple[int, str], Marks]) ->
             f'<div class="muted" style="margin-left:8px">{res_label}</div>'
             f'<pre class="result">{_value_html(c.result, res_marks)}</pre>')
     cls = "call err" if c.error else "call"
-    return (f'<details class="{cls}" data-tool="{_e(c.name)}" data-call="{pos}"'
-            f'{" open" if cited else ""}>{head}{body}</details>')
+    attrs = f'class="{cls}" data-tool="{_e(c.name)}" data-call="{pos}"'
+    if cited:
+        return f"<details {attrs} open>{head}{body}</details>"
+    key = "tpl-" + hashlib.sha256(json.dumps(
+        [c.name, c.arguments, c.result, c.error], sort_keys=True, ensure_ascii=False,
+        default=str).encode()).hexdigest()[:20]
+    templates.setdefault(key, body)
+    return f'<details {attrs} data-tpl="{key}">{head}</details>'
 
 
-def _calls_html(v: Verdict, calls: Sequence[ToolCall], index: int | None) -> str:
+def _calls_html(v: Verdict, calls: Sequence[ToolCall], index: int | None,
+                templates: dict[str, str]) -> str:
     marks = _call_marks(v, index)
-    return "".join(_call_html(c, i, marks) for i, c in enumerate(calls))
+    return "".join(_call_html(c, i, marks, templates) for i, c in enumerate(calls))
 
 
 def _criterion_html(c: CriterionVerdict) -> str:
@@ -234,7 +257,7 @@ def _criterion_html(c: CriterionVerdict) -> str:
     return "".join(parts)
 
 
-def _turn_html(v: Verdict, turn: Turn | None) -> str:
+def _turn_html(v: Verdict, turn: Turn | None, templates: dict[str, str]) -> str:
     parts: list[str] = []
     if turn is not None:
         hist = turn.history or ()
@@ -247,7 +270,7 @@ def _turn_html(v: Verdict, turn: Turn | None) -> str:
                 if h.user:
                     parts.append(f'<div class="utt"><span class="who">user</span>'
                                  f'{_marked(h.user, _spans_for(v, "history.user", i))}</div>')
-                parts.append(_calls_html(v, h.tool_calls, i))
+                parts.append(_calls_html(v, h.tool_calls, i, templates))
                 if h.agent:
                     parts.append(f'<div class="utt"><span class="who">agent</span>'
                                  f'{_marked(h.agent, _spans_for(v, "history.agent", i))}</div>')
@@ -259,8 +282,8 @@ def _turn_html(v: Verdict, turn: Turn | None) -> str:
         if turn.tool_calls:
             parts.append(f'<div class="calls-label">the agent\'s {len(turn.tool_calls)} '
                          "tool call(s) of this turn</div>")
-            parts.append(f'<div class="turn-calls">{_calls_html(v, turn.tool_calls, None)}'
-                         "</div>")
+            own = _calls_html(v, turn.tool_calls, None, templates)
+            parts.append(f'<div class="turn-calls">{own}</div>')
         parts.append(f'<div class="utt"><span class="who"><b>a_t</b></span>'
                      f'<span class="a-t">{_marked(turn.agent, _spans_for(v, "agent", None))}'
                      "</span></div>")
@@ -320,6 +343,7 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
                          for s, n in sorted(stages.items()))
     workflows = sorted({v.workflow for v in verdicts})
     rows: list[str] = []
+    templates: dict[str, str] = {}  # call bodies, once each (`_call_html`)
     for i, v in enumerate(verdicts):
         t = turns.get(v.key)
         g = gold.get(v.key) if gold else None
@@ -335,7 +359,8 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
             f"<td>{_e(v.key)}</td><td>{_e(v.workflow)}</td>"
             f'<td class="{v.verdict}">{v.verdict}</td><td>{_e(classes or "-")}</td>'
             f"<td>{v.confidence:.2f}</td><td>{_e(gtxt)}</td></tr>"
-            f'<tr class="detail hidden" id="d-{i}"><td colspan="6">{_turn_html(v, t)}</td></tr>')
+            f'<tr class="detail hidden" id="d-{i}"><td colspan="6">'
+            f"{_turn_html(v, t, templates)}</td></tr>")
     opts = "".join(f'<option value="{_e(w)}">{_e(w)}</option>' for w in workflows)
     cls_opts = "".join(f'<option value="{c}">{c}</option>' for c in CLASSES)
     configs = sorted({f"{v.config} ({'+'.join(v.stages)})" for v in verdicts})
@@ -367,6 +392,7 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
 <th>confidence</th><th>gold</th></tr></thead><tbody>
 {"".join(rows)}
 </tbody></table>
+{"".join(f'<template id="{k}">{b}</template>' for k, b in templates.items())}
 <script>{_JS}</script>
 </body></html>
 """
