@@ -31,6 +31,7 @@ from sage_tod.cli.models import calibrate as nli_calibrate
 from sage_tod.cli.models import models_app
 from sage_tod.cli.speed import register as register_speed
 from sage_tod.cli.tool_agents import bench_cmd as tool_agents_bench_cmd
+from sage_tod.cli.tool_specs import specs_from_tools
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.parquet import VerdictParquetWriter, is_parquet
 from sage_tod.contracts.spec import load_spec
@@ -53,6 +54,7 @@ specs_app = typer.Typer(no_args_is_help=True, help="Workflow spec utilities.")
 app.add_typer(specs_app, name="specs")
 app.add_typer(slices_app, name="slices", help="Build the benchmark slices from the data sets.")
 specs_app.command("export")(specs_export)
+specs_app.command("from-tools")(specs_from_tools)
 app.add_typer(models_app, name="models", help="NLI models for S2: train, measure, benchmark.")
 app.add_typer(llm_app, name="llm", help="LLM endpoints: local server, ping, baselines, router.")
 app.command("calibrate")(nli_calibrate)

@@ -10,9 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from sage_tod.contracts.criteria import Span
-from sage_tod.contracts.turns import Turn
+from sage_tod.contracts.turns import ToolCall, Turn
 from sage_tod.contracts.verdicts import Verdict, decided_by_counts
 from sage_tod.outputs.scoring import CLASSES, ScoreReport
+from sage_tod.outputs.tool_view import CallRef, call_ref, compact, resolve
 
 VERDICT_STYLE = {"failure": "bold red", "acceptable": "green", "undecided": "yellow"}
 DECISION_STYLE = {"true": "bold red", "false": "green", "abstain": "yellow"}
@@ -115,8 +116,34 @@ def _utterance(turn: Turn | None, span: Span) -> str | None:
     return None
 
 
+RESULT_CHARS = 160  # a tool result in `explain` is cut here; the report shows it whole
+
+
+def _tool_highlighted(span: Span, ref: CallRef, turn: Turn | None) -> Text:
+    """A span into a call's arguments or result: the call, the path, and the value there
+    (the span's characters highlighted inside a string value)."""
+    out = Text(f"{ref.where()} [{span.start},{span.end}]: ", style="dim")
+    got = resolve(turn, ref)
+    if got is None:
+        out.append(repr(span.text), style="bold underline")
+        return out
+    call, value = got
+    out.append(f"{call.name} {ref.part}", style="cyan")
+    out.append(f"{'.' + '.'.join(ref.path) if ref.path else ''} = ")
+    if isinstance(value, str) and value[span.start:span.end] == span.text and span.text:
+        out.append(value[: span.start])
+        out.append(value[span.start:span.end], style="bold reverse")
+        out.append(value[span.end:])
+    else:
+        out.append(compact(value, RESULT_CHARS), style="bold reverse")
+    return out
+
+
 def highlighted(span: Span, turn: Turn | None) -> Text:
     """The utterance with the evidence span highlighted, or the span alone."""
+    ref = call_ref(span)
+    if ref is not None:
+        return _tool_highlighted(span, ref, turn)
     where = span.source if span.index is None else f"{span.source}[{span.index}]"
     text = _utterance(turn, span)
     out = Text(f"{where} [{span.start},{span.end}]: ", style="dim")
@@ -127,6 +154,26 @@ def highlighted(span: Span, turn: Turn | None) -> Text:
     out.append(text[span.start:span.end], style="bold reverse")
     out.append(text[span.end:])
     return out
+
+
+def call_lines(calls: Sequence[ToolCall], prefix: str) -> list[Text]:
+    """One line per tool call: name, arguments and result as one-line JSON (the result
+    cut at RESULT_CHARS), a refused call marked ERROR."""
+    lines: list[Text] = []
+    for c in calls:
+        line = Text(f"{prefix}call ")
+        line.append(c.name, style="bold cyan")
+        line.append(f" {compact(c.arguments)}")
+        if c.error:
+            line.append("  ERROR ", style="bold red")
+        line.append(" -> " if not c.error else "")
+        line.append(compact(c.result, RESULT_CHARS), style="dim")
+        lines.append(line)
+    return lines
+
+
+def _is_tool_turn(turn: Turn) -> bool:
+    return turn.tool_calls is not None or any(h.tool_calls for h in turn.history or ())
 
 
 def explain(v: Verdict, turn: Turn | None = None, *, only_fired: bool = False) -> Group:
@@ -140,7 +187,15 @@ def explain(v: Verdict, turn: Turn | None = None, *, only_fired: bool = False) -
                 f"({'+'.join(v.stages) or 'no stages'})")
     parts.append(head)
     if turn is not None:
+        if _is_tool_turn(turn):  # a tool agent's evidence is in earlier calls' results
+            for i, h in enumerate(turn.history or ()):
+                if h.user:
+                    parts.append(Text(f"  h[{i}] user:  {h.user}", style="dim"))
+                parts.extend(call_lines(h.tool_calls, f"  h[{i}] "))
+                if h.agent:
+                    parts.append(Text(f"  h[{i}] agent: {h.agent}", style="dim"))
         parts.append(Text(f"  user:  {turn.user}"))
+        parts.extend(call_lines(turn.tool_calls or (), "  "))
         parts.append(Text(f"  agent: {turn.agent}"))
         changes = []
         before, after = turn.before(), turn.after()

@@ -7,14 +7,18 @@ So a turn that contains `<script>` renders as text.
 
 from __future__ import annotations
 
+import hashlib
 import html
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sage_tod.contracts.criteria import Span
-from sage_tod.contracts.turns import Gold, Turn
+from sage_tod.contracts.turns import Gold, ToolCall, Turn
 from sage_tod.contracts.verdicts import CriterionVerdict, Verdict, decided_by_counts
 from sage_tod.outputs.scoring import CLASSES, score
+from sage_tod.outputs.tool_view import CallRef, call_ref, compact
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#1d2330;
@@ -46,6 +50,17 @@ mark.sup{background:#b7f0c8;padding:0 1px;border-radius:2px}
 .bars div{background:#84adff;width:26px;position:relative}
 .bars span{position:absolute;bottom:-18px;left:0;font-size:10px;color:#667}
 .hidden{display:none}
+details.call{margin:3px 0 3px 52px;border:1px solid #e4e7ec;border-radius:6px;background:#f8f9fc}
+details.call>summary{cursor:pointer;padding:3px 8px;font-size:13px;list-style-position:inside}
+details.call.err{border-color:#fda29b;background:#fef3f2}
+details.call code.name{font-weight:600;color:#3538cd}
+details.call .argsum{font-family:ui-monospace,monospace;font-size:12px;color:#475467}
+.badge{display:inline-block;font-size:11px;padding:0 6px;border-radius:8px;margin-left:6px}
+.badge.err{background:#d92d20;color:#fff}.badge.cited{background:#ffe08a;color:#1d2330}
+details.call pre{margin:2px 8px 6px;padding:6px 8px;background:#fff;border:1px solid #eaecf0;
+border-radius:4px;font:12px/1.4 ui-monospace,monospace;white-space:pre-wrap;
+overflow-wrap:anywhere;max-height:260px;overflow:auto}
+.calls-label{color:#667;font-size:12px;margin:4px 0 0 52px}
 """
 
 _JS = """
@@ -67,6 +82,17 @@ _JS = """
     });
     sel('f-count').textContent = shown + ' turn(s)';
   }
+  // an uncited tool call's body is kept once per page in a <template> (a long dialogue
+  // repeats every earlier call in each later turn's history) and copied in on first open;
+  // its text was escaped when the page was written, so this adds no markup of the data
+  document.addEventListener('click', e => {
+    const s = e.target.closest && e.target.closest('details.call > summary');
+    const d = s && s.parentElement;
+    if (d && d.dataset.tpl && !d.dataset.filled) {
+      d.appendChild(document.getElementById(d.dataset.tpl).content.cloneNode(true));
+      d.dataset.filled = '1';
+    }
+  }, true);
   ['f-verdict','f-class','f-workflow'].forEach(id => sel(id).addEventListener('change', apply));
   sel('f-search').addEventListener('input', apply);
   document.querySelectorAll('tr.row').forEach(r => r.addEventListener('click', () => {
@@ -106,6 +132,106 @@ def _spans_for(v: Verdict, source: str, index: int | None) -> list[tuple[Span, s
     return found
 
 
+Marks = dict[tuple[str, ...], list[tuple[Any, str]]]
+
+
+def _call_marks(v: Verdict, index: int | None) -> dict[tuple[int, str], Marks]:
+    """(call position, "tool_call"/"tool_result") -> {path: [(span, css class)]} for the
+    spans of `v` into the calls of history entry `index` (None: the turn's own calls)."""
+    out: dict[tuple[int, str], Marks] = {}
+    for c in v.criteria:
+        for span, cls in ((c.evidence, "ev"), (c.support, "sup")):
+            ref: CallRef | None = call_ref(span) if span is not None else None
+            if ref is None or ref.index != index or ref.call is None:
+                continue
+            out.setdefault((ref.call, ref.source), {}).setdefault(ref.path, []).append(
+                (span, cls))
+    return out
+
+
+def _leaf_html(value: Any, marks: list[tuple[Any, str]]) -> str:
+    """A JSON scalar, with a cited part marked: the span's characters inside a string
+    when they are there, else the whole value."""
+    text = json.dumps(value, ensure_ascii=False)
+    if not marks:
+        return _e(text)
+    span, cls = marks[0]
+    if isinstance(value, str):
+        st, en, sub = getattr(span, "start", None), getattr(span, "end", None), \
+            getattr(span, "text", "")
+        if isinstance(st, int) and isinstance(en, int) and sub and value[st:en] == sub \
+                and (st, en) != (0, len(value)):
+            inner = (_e(json.dumps(value[:st], ensure_ascii=False)[1:-1])
+                     + f'<mark class="{cls}">{_e(json.dumps(sub, ensure_ascii=False)[1:-1])}'
+                     "</mark>" + _e(json.dumps(value[en:], ensure_ascii=False)[1:-1]))
+            return f'"{inner}"'
+    return f'<mark class="{cls}">{_e(text)}</mark>'
+
+
+def _json_html(value: Any, marks: Marks, path: tuple[str, ...] = (), depth: int = 0) -> str:
+    """`value` pretty-printed as JSON (2-space indent), escaped, with the values at the
+    cited paths wrapped in <mark>."""
+    here = marks.get(path, [])
+    pad, inner = "  " * depth, "  " * (depth + 1)
+    if isinstance(value, dict) and value:
+        body = ",\n".join(f"{inner}{_e(json.dumps(str(k), ensure_ascii=False))}: "
+                          f"{_json_html(x, marks, (*path, str(k)), depth + 1)}"
+                          for k, x in value.items())
+        text = "{\n" + body + "\n" + pad + "}"
+    elif isinstance(value, list) and value:
+        body = ",\n".join(f"{inner}{_json_html(x, marks, (*path, str(i)), depth + 1)}"
+                          for i, x in enumerate(value))
+        text = "[\n" + body + "\n" + pad + "]"
+    else:
+        return _leaf_html(value, here)
+    return f'<mark class="{here[0][1]}">{text}</mark>' if here else text
+
+
+def _value_html(value: Any, marks: Marks) -> str:
+    """A call's arguments or result: JSON pretty-printed; a text result as text."""
+    if isinstance(value, str):
+        spans = [(s, cls) for s, cls in marks.get((), []) if isinstance(s, Span)]
+        return _marked(value, spans) if spans else _e(value)
+    return _json_html(value, marks)
+
+
+def _call_html(c: ToolCall, pos: int, marks: Mapping[tuple[int, str], Marks],
+               templates: dict[str, str]) -> str:
+    """One call: a collapsible block (open when a span cites it) with the name, the
+    arguments in brief, an error badge, then the arguments and the result in full.
+
+    The body of a call no span cites goes into `templates` (once per distinct call) and
+    the block points to it: the page stays linear in the calls, not quadratic."""
+    arg_marks, res_marks = marks.get((pos, "tool_call"), {}), marks.get((pos, "tool_result"),
+                                                                         {})
+    cited = bool(arg_marks or res_marks)
+    head = (f'<summary><span class="who">call</span><code class="name">{_e(c.name)}</code>'
+            f' <span class="argsum">{_e(compact(c.arguments, 110))}</span>'
+            + ('<span class="badge err">error</span>' if c.error else "")
+            + ('<span class="badge cited">cited</span>' if cited else "")
+            + (f' <span class="muted">{_e(c.id)}</span>' if c.id else "") + "</summary>")
+    res_label = "error" if c.error else "result"
+    body = (f'<div class="muted" style="margin-left:8px">arguments</div>'
+            f'<pre class="args">{_value_html(c.arguments, arg_marks)}</pre>'
+            f'<div class="muted" style="margin-left:8px">{res_label}</div>'
+            f'<pre class="result">{_value_html(c.result, res_marks)}</pre>')
+    cls = "call err" if c.error else "call"
+    attrs = f'class="{cls}" data-tool="{_e(c.name)}" data-call="{pos}"'
+    if cited:
+        return f"<details {attrs} open>{head}{body}</details>"
+    key = "tpl-" + hashlib.sha256(json.dumps(
+        [c.name, c.arguments, c.result, c.error], sort_keys=True, ensure_ascii=False,
+        default=str).encode()).hexdigest()[:20]
+    templates.setdefault(key, body)
+    return f'<details {attrs} data-tpl="{key}">{head}</details>'
+
+
+def _calls_html(v: Verdict, calls: Sequence[ToolCall], index: int | None,
+                templates: dict[str, str]) -> str:
+    marks = _call_marks(v, index)
+    return "".join(_call_html(c, i, marks, templates) for i, c in enumerate(calls))
+
+
 def _criterion_html(c: CriterionVerdict) -> str:
     parts = [f'<div class="crit {c.decision.value}">',
              f"<b>{_e(str(c.failure_class))}</b> &middot; "
@@ -116,7 +242,9 @@ def _criterion_html(c: CriterionVerdict) -> str:
              f'<span class="muted">why:</span> {_e(c.rationale)}']
     for label, span in (("evidence", c.evidence), ("support", c.support)):
         if span is not None:
-            where = span.source if span.index is None else f"{span.source}[{span.index}]"
+            ref = call_ref(span)
+            where = ref.where() if ref is not None else (
+                span.source if span.index is None else f"{span.source}[{span.index}]")
             cls = "ev" if label == "evidence" else "sup"
             parts.append(f'<br><span class="muted">{label}:</span> {_e(where)} '
                          f'[{span.start},{span.end}] <mark class="{cls}">{_e(span.text)}</mark>')
@@ -129,21 +257,33 @@ def _criterion_html(c: CriterionVerdict) -> str:
     return "".join(parts)
 
 
-def _turn_html(v: Verdict, turn: Turn | None) -> str:
+def _turn_html(v: Verdict, turn: Turn | None, templates: dict[str, str]) -> str:
     parts: list[str] = []
     if turn is not None:
         hist = turn.history or ()
         if hist:
             parts.append('<div class="hist"><b>history</b>')
             for i, h in enumerate(hist):
-                parts.append(f'<div class="utt"><span class="who">user</span>'
-                             f'{_marked(h.user, _spans_for(v, "history.user", i))}</div>')
-                parts.append(f'<div class="utt"><span class="who">agent</span>'
-                             f'{_marked(h.agent, _spans_for(v, "history.agent", i))}</div>')
+                # an entry is what the user said, the agent's calls, then its reply; an
+                # empty side (the agent's greeting has no user part) is not a row
+                parts.append(f'<div class="entry" data-entry="{i}">')
+                if h.user:
+                    parts.append(f'<div class="utt"><span class="who">user</span>'
+                                 f'{_marked(h.user, _spans_for(v, "history.user", i))}</div>')
+                parts.append(_calls_html(v, h.tool_calls, i, templates))
+                if h.agent:
+                    parts.append(f'<div class="utt"><span class="who">agent</span>'
+                                 f'{_marked(h.agent, _spans_for(v, "history.agent", i))}</div>')
+                parts.append("</div>")
             parts.append("</div>")
         parts.append(f'<div class="utt"><span class="who"><b>u_t</b></span>'
                      f'<span class="u-t">{_marked(turn.user, _spans_for(v, "user", None))}'
                      "</span></div>")
+        if turn.tool_calls:
+            parts.append(f'<div class="calls-label">the agent\'s {len(turn.tool_calls)} '
+                         "tool call(s) of this turn</div>")
+            own = _calls_html(v, turn.tool_calls, None, templates)
+            parts.append(f'<div class="turn-calls">{own}</div>')
         parts.append(f'<div class="utt"><span class="who"><b>a_t</b></span>'
                      f'<span class="a-t">{_marked(turn.agent, _spans_for(v, "agent", None))}'
                      "</span></div>")
@@ -203,11 +343,14 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
                          for s, n in sorted(stages.items()))
     workflows = sorted({v.workflow for v in verdicts})
     rows: list[str] = []
+    templates: dict[str, str] = {}  # call bodies, once each (`_call_html`)
     for i, v in enumerate(verdicts):
         t = turns.get(v.key)
         g = gold.get(v.key) if gold else None
         gtxt = "" if g is None else (g.failure_class or g.label)
-        search = " ".join([v.key, v.workflow, t.user if t else "", t.agent if t else ""]).lower()
+        names = [c.name for c in (t.tool_calls or ())] if t else []
+        search = " ".join([v.key, v.workflow, t.user if t else "", t.agent if t else "",
+                           *names]).lower()
         classes = " ".join(str(c) for c in v.classes)
         rows.append(
             f'<tr class="row" data-idx="{i}" data-verdict="{v.verdict}" '
@@ -216,7 +359,8 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
             f"<td>{_e(v.key)}</td><td>{_e(v.workflow)}</td>"
             f'<td class="{v.verdict}">{v.verdict}</td><td>{_e(classes or "-")}</td>'
             f"<td>{v.confidence:.2f}</td><td>{_e(gtxt)}</td></tr>"
-            f'<tr class="detail hidden" id="d-{i}"><td colspan="6">{_turn_html(v, t)}</td></tr>')
+            f'<tr class="detail hidden" id="d-{i}"><td colspan="6">'
+            f"{_turn_html(v, t, templates)}</td></tr>")
     opts = "".join(f'<option value="{_e(w)}">{_e(w)}</option>' for w in workflows)
     cls_opts = "".join(f'<option value="{c}">{c}</option>' for c in CLASSES)
     configs = sorted({f"{v.config} ({'+'.join(v.stages)})" for v in verdicts})
@@ -248,6 +392,7 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
 <th>confidence</th><th>gold</th></tr></thead><tbody>
 {"".join(rows)}
 </tbody></table>
+{"".join(f'<template id="{k}">{b}</template>' for k, b in templates.items())}
 <script>{_JS}</script>
 </body></html>
 """
