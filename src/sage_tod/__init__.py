@@ -12,9 +12,9 @@ from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SlotSpec, SpecBundle, Workflow, load_spec
 from sage_tod.contracts.turns import Gold, Turn, TurnRecord, load_turns
 from sage_tod.contracts.verdicts import CriterionVerdict, Verdict, read_verdicts
+from sage_tod._version import __version__
 from sage_tod.evaluation.evaluator import Evaluator
 
-__version__ = "0.1.0"
 
 __all__ = [
     "Criterion",
