@@ -233,10 +233,16 @@ def score(
                     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Precision/recall/F1 of the failure class; undecided counts as acceptable."""
+    """Precision/recall/F1 of the failure class; undecided counts as acceptable. Exit 2
+    when the turns carry no gold labels."""
     if spec is not None:
         _guard(lambda: load_turns(turns, load_spec(spec)))
     labels = _guard(lambda: read_gold_labels(turns))
+    if not any(g is not None for _, g in labels):
+        err.print(f"[bold red]error:[/] {turns}: no turn has a gold label (`gold` field, "
+                  "docs/formats.md §2), so there is nothing to score against; `sage-tod "
+                  "report` or `gate` summarise verdicts without gold", highlight=False)
+        raise typer.Exit(2)
     vs = _guard(lambda: read_verdicts(verdicts))
     report = score_fn(labels, vs)
     if as_json:

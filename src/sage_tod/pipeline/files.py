@@ -7,7 +7,7 @@ header, routing, the engine and the output format are decided here, once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from sage_tod.contracts.turns import TurnRecord, iter_turns, parse_turn, with_hi
 from sage_tod.contracts.verdicts import Verdict
 from sage_tod.evaluation.evaluator import Evaluator
 from sage_tod.evaluation.run import RunSettings, evaluate_records, make_evaluator, run_header
-from sage_tod.importers.base import ImportResult, UnknownFormat, import_file
+from sage_tod.importers.base import ImportResult, UnknownFormat, format_hint, import_file, sniff
 from sage_tod.outputs.sink import VerdictSink, file_sha256
 
 ROUTES = ("oracle", "mpnet", "llm")
@@ -72,12 +72,48 @@ def _router(spec: SpecBundle, method: str, options: Mapping[str, Any]
     return routed
 
 
+def _with_hint(exc: InputError, path: Path, expected: str | None) -> InputError:
+    """`exc`, plus what the file looks like when that is not what it was read as."""
+    hint = format_hint(path, expected)
+    if hint is None:
+        return exc
+    p = exc.problem
+    return InputError(p.path, f"{p.message}; {hint}", line=p.line, field=p.field)
+
+
 def read_agent_log(fmt: str, path: Path, spec: SpecBundle, **opts: Any) -> ImportResult:
-    """`import_file`, with an unknown format reported as bad input (exit status 2)."""
+    """`import_file`, with an unknown format reported as bad input (exit status 2), and a
+    log read as the wrong format told what it looks like."""
     try:
         return import_file(fmt, path, spec, **opts)
     except UnknownFormat as exc:
         raise InputError("--format", str(exc)) from None
+    except InputError as exc:
+        raise _with_hint(exc, path, fmt) from None
+
+
+def load_run_spec(spec: Path, turns: Path | None = None) -> SpecBundle:
+    """The spec, or an error that says when --spec and --turns look swapped."""
+    try:
+        return load_spec(spec)
+    except InputError as exc:
+        looks = sniff(spec)
+        if looks is None or looks[0] == "a workflow spec":
+            raise
+        swapped = turns is not None and (sniff(turns) or ("",))[0] == "a workflow spec"
+        p = exc.problem
+        raise InputError(p.path, f"{p.message}; this file looks like {looks[0]}, not a "
+                         "workflow spec" + ("; were --spec and --turns swapped?" if swapped
+                                            else ""), line=p.line, field=p.field) from None
+
+
+def _hinted(records: Iterable[Any], path: Path) -> Iterator[Any]:
+    """The records of a turns file; an error reading it says what the file looks like
+    when that is not a turns file (an agent log needs --format)."""
+    try:
+        yield from records
+    except InputError as exc:
+        raise _with_hint(exc, path, None) from None
 
 
 def evaluate_files(req: EvaluateRequest, *,
@@ -96,7 +132,7 @@ def evaluate_files(req: EvaluateRequest, *,
                                   "whole)")
     if req.route not in ROUTES:
         raise InputError("--route", f"unknown router {req.route!r}; use oracle, mpnet or llm")
-    bundle = load_spec(req.spec)
+    bundle = load_run_spec(req.spec, req.turns)
     settings = req.settings
     ev = make_evaluator(bundle, settings)
     header = run_header(ev, settings, {
@@ -111,8 +147,8 @@ def evaluate_files(req: EvaluateRequest, *,
 
     records: Iterable[Any]
     if req.log_format is None:
-        records = iter_turns(req.turns, bundle, skip_invalid=req.skip_invalid,
-                             on_skip=skipped)
+        records = _hinted(iter_turns(req.turns, bundle, skip_invalid=req.skip_invalid,
+                                     on_skip=skipped), req.turns)
     else:
         res = read_agent_log(req.log_format, req.turns, bundle)
         run.imported = res
