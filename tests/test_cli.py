@@ -15,7 +15,7 @@ runner = CliRunner()
 
 
 def _strip_latency(path: Path) -> list[dict[str, object]]:
-    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    rows = [json.loads(x) for x in path.read_text().splitlines()[1:]]  # after the header
     for r in rows:
         r.pop("latency_ms")
     return rows
@@ -35,7 +35,7 @@ def test_evaluate_score_explain_on_demo(tmp_path: Path) -> None:
     r = runner.invoke(app, ["evaluate", "--spec", str(demo.spec_path()), "--turns",
                             str(demo.turns_path()), "--out", str(out), "--config", "s1"])
     assert r.exit_code == 0, r.output
-    lines = out.read_text().splitlines()
+    lines = out.read_text().splitlines()[1:]  # after the run header
     turns = [json.loads(x) for x in demo.turns_path().read_text().splitlines() if x.strip()]
     assert [(json.loads(x)["dialogue_id"], json.loads(x)["turn_id"]) for x in lines] == [
         (t["dialogue_id"], t["turn_id"]) for t in turns]
@@ -63,9 +63,7 @@ def test_resume_finishes_an_interrupted_run(tmp_path: Path) -> None:
     part = tmp_path / "part.jsonl"
     lines = full.read_text().splitlines(keepends=True)
     part.write_text("".join(lines[:10]) + lines[10][:25])  # killed mid-line
-    # a killed run leaves its sidecar (written before the first verdict) beside the file
-    sidecar = tmp_path / "part.jsonl.meta.json"
-    sidecar.write_text((tmp_path / "full.jsonl.meta.json").read_text())
+    # a killed run keeps its run header (written before the first verdict)
     r = runner.invoke(app, ["evaluate", *args, "--out", str(part)])
     assert r.exit_code == 2 and "--resume" in r.output
     r = runner.invoke(app, ["evaluate", *args, "--out", str(part), "--resume"])
@@ -108,7 +106,7 @@ def test_skip_invalid_reports_and_evaluates_the_rest(tmp_path: Path) -> None:
                             "--out", str(out), "--skip-invalid", "--config", "s1"])
     assert r.exit_code == 0, r.output
     assert "skipped" in r.output and ":2:" in r.output
-    assert len(out.read_text().splitlines()) == 3
+    assert len(out.read_text().splitlines()) == 1 + 3  # the run header and 3 verdicts
 
 
 def test_bad_spec_and_unknown_config(tmp_path: Path) -> None:

@@ -121,6 +121,34 @@ def test_summary_escapes_markdown_in_utterances(demo_run):
     assert "a \\| b \\<script\\> \\[x\\](y) next" in text
 
 
+def test_long_lists_say_how_many_more(demo_run):
+    _, vs, _ = demo_run
+    many = [v.model_copy(update={"dialogue_id": f"d{i}", "verdict": "failure"}) for i, v in
+            enumerate(vs[:31])]
+    now = [v.model_copy(update={"verdict": "acceptable"}) for v in many]
+    res = run_gate(now, Thresholds(), baseline=many)
+    assert len(res.fixed) == 31
+    text = markdown_summary(res)
+    line = next(x for x in text.splitlines() if x.startswith("Fixed since the baseline (31)"))
+    assert line.count("`d") == 30 and line.endswith(" and 1 more")
+    res = run_gate(many, Thresholds(), baseline=now)
+    text = markdown_summary(res)
+    regressions = text.split("### Regressions (31)")[1].split("\n\n")[1]
+    assert regressions.endswith(" and 1 more")
+
+
+def test_ids_with_pipes_backticks_newlines_and_markup_stay_inside_their_code_span(demo_run):
+    _, vs, records = demo_run
+    v = next(v for v in vs if v.verdict == "failure")
+    nasty = v.model_copy(update={"dialogue_id": "a|b`c``d\n# <b>e</b> [x](y)",
+                                 "workflow": "wf|`**x**`"})
+    text = markdown_summary(run_gate([nasty], Thresholds()))
+    bullet = next(x for x in text.splitlines() if x.startswith("- **"))
+    assert bullet.startswith("- **``` a|b`c``d # <b>e</b> [x](y):")
+    assert "wf\\|\\`\\*\\*x\\*\\*\\`" in bullet
+    assert "\n# " not in text  # the newline in the id did not start a heading
+
+
 def test_bad_thresholds_are_input_errors():
     with pytest.raises(InputError, match="between 0 and 1"):
         Thresholds(max_failure_rate=1.5)
@@ -165,7 +193,8 @@ def test_cli_exit_codes_summary_file_step_summary_and_outputs(demo_run, tmp_path
 @pytest.mark.parametrize("args, message", [
     (["missing.jsonl"], "file not found"),
     (["{v}", "--max-class", "PC"], "expected CLASS=N"),
-    (["{v}", "--max-class", "Z-Z=1"], "is not a class name"),
+    (["{v}", "--max-class", "Z-Z=1"], "unknown class 'Z-Z'"),
+    (["{v}", "--max-class", "XYZ=0"], "unknown class 'XYZ' in 'XYZ=0'; known classes: IUV, WNF, PC, UV"),
     (["{v}", "--min-f1", "2"], "between 0 and 1"),
     (["{bad}"], ":2:"),
 ])

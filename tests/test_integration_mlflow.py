@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ pytest.importorskip("sqlalchemy", reason="the sqlite tracking store needs sqlalc
 import mlflow
 from mlflow import MlflowClient
 
-from sage_tod import Evaluator, demo, load_spec, load_turns
+from sage_tod import Evaluator, InputError, demo, load_spec, load_turns, read_verdicts
 from sage_tod.integrations.conversation import from_turns
 from sage_tod.integrations.mlflow import (
     log_evaluation,
@@ -80,8 +81,9 @@ def test_log_evaluation_stores_params_metrics_and_artifacts(store, demo_eval, tm
     assert names == ["sage_tod/report.html", "sage_tod/score.json", "sage_tod/verdicts.jsonl"]
     local = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="sage_tod",
                                                 dst_path=str(tmp_path / "dl"))
-    lines = (tmp_path / "dl" / "sage_tod" / "verdicts.jsonl").read_text().splitlines()
-    assert [json.loads(x)["verdict"] for x in lines] == [v.verdict for v in verdicts]
+    got = tmp_path / "dl" / "sage_tod" / "verdicts.jsonl"
+    assert read_verdicts(got) == verdicts  # the run header, then the verdicts
+    assert json.loads(got.read_text().splitlines()[0])["record"] == "sage-tod run"
     assert "<!doctype html>" in (tmp_path / "dl" / "sage_tod" / "report.html").read_text()
     assert local.endswith("sage_tod")
 
@@ -93,7 +95,27 @@ def test_log_evaluation_without_gold_logs_no_f1_and_joins_an_active_run(store, d
     assert got == run.info.run_id
     stored = store.get_run(got)
     assert "f1" not in stored.data.metrics and "spec_hash" not in stored.data.params
-    assert [a.path for a in store.list_artifacts(got, "sage_tod")] == ["sage_tod/verdicts.jsonl"]
+    assert [a.path for a in store.list_artifacts(got, "sage_tod")] == [
+        "sage_tod/score.json", "sage_tod/verdicts.jsonl"]
+    local = mlflow.artifacts.download_artifacts(run_id=got, artifact_path="sage_tod/score.json")
+    body = json.loads(Path(local).read_text())
+    assert body["gold_turns"] == 0 and "no gold" in body["note"] and body["turns"] == 5
+
+
+def test_a_folder_tracking_uri_that_mlflow_refuses_gets_a_hint(demo_eval, tmp_path,
+                                                              monkeypatch):
+    _, _, verdicts = demo_eval
+
+    def refuse(*a, **k):
+        raise OSError("unsupported tracking store")
+
+    monkeypatch.setattr(mlflow, "start_run", refuse)
+    mlflow.set_tracking_uri(str(tmp_path / "runs"))
+    try:
+        with pytest.raises(InputError, match=r"sqlite:///mlflow\.db"):
+            log_evaluation(verdicts[:2], report=False)
+    finally:
+        mlflow.set_tracking_uri(None)
 
 
 @mlflow.trace

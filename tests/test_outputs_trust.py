@@ -1,4 +1,4 @@
-"""No data loss, no mixed files: overwrite refusal, atomic writes, the lock, the sidecar.
+"""No data loss, no mixed files: overwrite refusal, atomic writes, the lock, the run header.
 
 docs/guarantees.md names these tests.
 """
@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import sage_tod
 from sage_tod import demo
 from sage_tod.cli import app
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.verdicts import read_header, read_verdicts
 from sage_tod.outputs.files import LineFile, OutputLocked, open_lines, write_atomic
 from sage_tod.outputs.sink import sidecar_path
 
@@ -75,24 +77,78 @@ def test_resume_refuses_a_different_run(tmp_path: Path) -> None:
     assert r.exit_code == 0 and out.read_text() == "".join(lines)  # type: ignore[attr-defined]
 
 
-def test_resume_without_sidecar_refuses(tmp_path: Path) -> None:
+def test_resume_of_a_format_1_file_without_header_refuses(tmp_path: Path) -> None:
     out = tmp_path / "v.jsonl"
     assert _evaluate(out).exit_code == 0  # type: ignore[attr-defined]
-    sidecar_path(out).unlink()
+    before = out.read_text().splitlines(keepends=True)
+    out.write_text("".join(before[1:]))  # what sage-tod wrote before the header existed
     r = _evaluate(out, "--resume")
-    assert r.exit_code == 2 and "no sidecar" in r.stderr  # type: ignore[attr-defined]
+    assert r.exit_code == 2 and "no run header" in r.stderr  # type: ignore[attr-defined]
+    assert out.read_text() == "".join(before[1:])
 
 
-def test_sidecar_names_spec_turns_config_and_models(tmp_path: Path) -> None:
+def test_header_names_code_spec_turns_config_and_stages(tmp_path: Path) -> None:
     out = tmp_path / "v.jsonl"
     assert _evaluate(out).exit_code == 0  # type: ignore[attr-defined]
-    meta = json.loads(sidecar_path(out).read_text())
-    ident = meta["identity"]
-    assert len(ident["spec_sha256"]) == 64 and len(ident["turns_sha256"]) == 64
-    assert ident["config"] == "s1" and ident["stages"] == {"S1": {}}
-    # the verdict lines themselves are the documented format, unchanged
-    first = json.loads(out.read_text().splitlines()[0])
-    assert "missing" not in first and first["stages"] == ["S1"]
+    head = json.loads(out.read_text().splitlines()[0])
+    assert head["record"] == "sage-tod run" and head["format_version"] == 2
+    assert head["sage_tod"]["version"] == sage_tod.__version__
+    assert len(head["inputs"]["spec_sha256"]) == 64
+    assert len(head["inputs"]["turns_sha256"]) == 64
+    assert head["config"] == "s1" and head["stages"] == ["S1"]
+    assert head["fingerprints"]["S1"] == {"pc_state": "after", "wnf_state": "either",
+                                          "times": True}
+    assert "created" not in head  # --reproducible: reruns are byte-identical
+    assert head["environment"]["python"].count(".") == 2
+    # the verdict lines leave out what the header says; the reader puts it back
+    first = json.loads(out.read_text().splitlines()[1])
+    assert not {"config", "stages", "format_version", "missing"} & set(first)
+    v = read_verdicts(out)[0]
+    assert v.config == "s1" and v.stages == ["S1"] and v.format_version == 2
+    assert not sidecar_path(out).exists()
+
+
+def test_resume_refuses_another_s1_switch_naming_the_field(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    out = tmp_path / "v.jsonl"
+    assert _evaluate(out).exit_code == 0  # type: ignore[attr-defined]
+    lines = out.read_text().splitlines(keepends=True)
+    out.write_text("".join(lines[:4]))
+    monkeypatch.setenv("SAGE_TOD_S1_TIMES", "0")
+    r = _evaluate(out, "--resume")
+    assert r.exit_code == 2 and "fingerprints.S1.times (True then, False now)" in r.stderr
+    assert out.read_text() == "".join(lines[:4])
+
+
+def test_format_1_files_still_read(tmp_path: Path) -> None:
+    """A verdicts file of format 1 (no header, every field on every line) reads as before."""
+    out = tmp_path / "v.jsonl"
+    assert _evaluate(out).exit_code == 0  # type: ignore[attr-defined]
+    new = read_verdicts(out)
+    old = tmp_path / "old.jsonl"
+    old.write_text("".join(json.dumps({**v.to_dict(), "format_version": 1}) + "\n"
+                           for v in new))
+    back = read_verdicts(old)
+    assert [v.model_copy(update={"format_version": 2}) for v in back] == new
+    assert read_header(old) is None and read_header(out) is not None
+
+
+def test_resume_names_a_damaged_middle_line_and_can_cut_there(tmp_path: Path) -> None:
+    out = tmp_path / "v.jsonl"
+    assert _evaluate(out).exit_code == 0  # type: ignore[attr-defined]
+    full = out.read_text()
+    lines = full.splitlines(keepends=True)
+    damaged = "".join(lines[:5]) + '{"dialogue_id": "x", garbage\n' + "".join(lines[6:])
+    out.write_text(damaged)
+    r = _evaluate(out, "--resume")
+    assert r.exit_code == 2, r.output  # type: ignore[attr-defined]
+    assert "line 6" in r.stderr and "--truncate-at-damage" in r.stderr  # type: ignore
+    assert out.read_text() == damaged
+    r = _evaluate(out, "--resume", "--truncate-at-damage")
+    assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
+    assert "cut at damaged line 6" in r.stderr  # type: ignore[attr-defined]
+    assert out.read_text() == full
 
 
 def test_a_held_lock_refuses_a_second_writer(tmp_path: Path) -> None:
@@ -134,7 +190,8 @@ def test_two_concurrent_resumes_never_interleave(tmp_path: Path) -> None:
         pytest.skip("the first run finished before the second started")
     assert codes == [0, 2], (first_err, second.stderr)
     assert "another sage-tod run" in (second.stderr + first_err)
-    keys = [(v["dialogue_id"], v["turn_id"]) for v in map(json.loads, out.read_text().splitlines())]
+    keys = [(v["dialogue_id"], v["turn_id"])
+            for v in map(json.loads, out.read_text().splitlines()[1:])]
     assert len(keys) == len(set(keys))
 
 
@@ -155,7 +212,7 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path,
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temp file left
 
 
-def test_a_stream_output_gets_no_sidecar() -> None:
+def test_a_stream_output_writes_nothing_beside_it() -> None:
     """`--out /dev/stdout` streams the verdicts; nothing is written into /dev."""
     r = runner.invoke(app, ["evaluate", *ARGS, "--out", "/dev/stdout"])
     assert r.exit_code == 0, r.output

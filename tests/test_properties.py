@@ -85,8 +85,8 @@ def test_verdicts_reader_gives_verdicts_or_input_error(data: bytes) -> None:
             pass
         size = p.stat().st_size
         try:
-            keys, good = scan_verdicts(p)
-            assert 0 <= good <= size and len(keys) <= data.count(b"\n") + 1
+            found = scan_verdicts(p)
+            assert 0 <= found.good <= size and len(found.keys) <= data.count(b"\n") + 1
         except InputError:
             pass
         assert p.stat().st_size == size  # scanning never changes the file

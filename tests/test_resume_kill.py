@@ -41,7 +41,7 @@ def test_kill_twice_then_resume_gives_identical_file(tmp_path: Path) -> None:
     total = COPIES * 59
     ref = tmp_path / "ref.jsonl"
     subprocess.run(_cmd(turns, ref), check=True, timeout=300)
-    assert _n_lines(ref) == total
+    assert _n_lines(ref) == total + 1  # the run header, then one verdict per turn
 
     run = tmp_path / "run.jsonl"
     rng = random.Random(1234)

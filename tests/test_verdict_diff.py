@@ -22,10 +22,11 @@ def _run(tmp: Path, name: str) -> Path:
 
 
 def _edit(path: Path, line: int, change: dict[str, object]) -> None:
+    """Change verdict number `line` (from 0; the file's first line is the run header)."""
     rows = path.read_text().splitlines()
-    d = json.loads(rows[line])
+    d = json.loads(rows[line + 1])
     d.update(change)
-    rows[line] = json.dumps(d)
+    rows[line + 1] = json.dumps(d)
     path.write_text("\n".join(rows) + "\n")
 
 
@@ -40,10 +41,10 @@ def test_same_verdicts_with_other_latencies_are_identical(tmp_path: Path) -> Non
 
 def test_a_changed_label_and_a_changed_wording_are_told_apart(tmp_path: Path) -> None:
     a, b = _run(tmp_path, "a.jsonl"), _run(tmp_path, "b.jsonl")
-    first = json.loads(a.read_text().splitlines()[0])
+    first = json.loads(a.read_text().splitlines()[1])
     flipped = "acceptable" if first["verdict"] == "failure" else "failure"
     _edit(b, 0, {"verdict": flipped})
-    second = json.loads(a.read_text().splitlines()[3])
+    second = json.loads(a.read_text().splitlines()[4])
     crits = second["criteria"]
     assert crits, "the demo's fourth turn has criteria"
     crits[0]["rationale"] = "reworded"

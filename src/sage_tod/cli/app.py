@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -24,8 +24,8 @@ from sage_tod import demo as demo_data
 from sage_tod.cli.audit import register as register_audit
 from sage_tod.cli.data import slices_app, specs_export
 from sage_tod.cli.errors import install_guards, one_line_errors
-from sage_tod.cli.importers import load_log
 from sage_tod.cli.importers import register as register_import
+from sage_tod.cli.importers import report as report_import
 from sage_tod.cli.llm import llm_app
 from sage_tod.cli.models import calibrate as nli_calibrate
 from sage_tod.cli.models import models_app
@@ -33,9 +33,8 @@ from sage_tod.cli.speed import register as register_speed
 from sage_tod.cli.tool_agents import bench_cmd as tool_agents_bench_cmd
 from sage_tod.cli.tool_specs import specs_from_tools
 from sage_tod.contracts.errors import InputError
-from sage_tod.contracts.parquet import VerdictParquetWriter, is_parquet
 from sage_tod.contracts.spec import load_spec
-from sage_tod.contracts.turns import iter_turns, load_turns, read_gold_labels
+from sage_tod.contracts.turns import load_turns, read_gold_labels
 from sage_tod.contracts.verdicts import Verdict, iter_verdicts, read_verdicts, write_verdict
 from sage_tod.evaluation.configs import config_names, get_config
 from sage_tod.evaluation.evaluator import DEFAULT_BATCH_TURNS, Evaluator
@@ -45,7 +44,6 @@ from sage_tod.outputs.files import check_target, open_lines, write_atomic
 from sage_tod.outputs.render import Summary, score_table, summary_table, verdict_table
 from sage_tod.outputs.render import explain as render_explain
 from sage_tod.outputs.scoring import score as score_fn
-from sage_tod.outputs.sink import VerdictSink, file_sha256
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="State-grounded, abstention-aware evaluation of task-oriented dialogue "
@@ -86,30 +84,31 @@ class _RateColumn(ProgressColumn):
         return Text("   - turns/s" if speed is None else f"{speed:6.0f} turns/s")
 
 
-def _progress_iter(verdicts: Iterator[Verdict], total: int, quiet: bool) -> Iterator[Verdict]:
+class _Progress:
     """A progress bar with turns/s and ETA on long runs in a terminal; silent otherwise."""
-    if quiet or total < 200 or not err.is_terminal:
-        yield from verdicts
-        return
-    with Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(),
-                  _RateColumn(),
-                  TimeRemainingColumn(), console=err, transient=True) as prog:
-        task = prog.add_task("turns", total=total)
-        for v in verdicts:
-            prog.advance(task)
-            yield v
 
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self._prog: Progress | None = None
+        self._task: Any = None
 
-def _routed(spec: Any, records: list[Any], method: str, options: dict[str, Any]) -> list[Any]:
-    """Replace each turn's workflow by the router's choice (the oracle field is not read)."""
-    from sage_tod.contracts.turns import TurnRecord
-    from sage_tod.routing.router import route as route_turns
+    def start(self, total: int) -> None:
+        if self.quiet or total < 200 or not err.is_terminal:
+            return
+        self._prog = Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(),
+                              _RateColumn(), TimeRemainingColumn(), console=err,
+                              transient=True)
+        self._prog.start()
+        self._task = self._prog.add_task("turns", total=total)
 
-    if method not in {"mpnet", "llm"}:
-        raise InputError("--route", f"unknown router {method!r}; use oracle, mpnet or llm")
-    ids = route_turns(spec, [r.turn for r in records], method, client_config=options)
-    return [TurnRecord(r.turn.model_copy(update={"workflow": w}), r.gold, r.meta, r.line)
-            for r, w in zip(records, ids, strict=True)]
+    def advance(self) -> None:
+        if self._prog is not None:
+            self._prog.advance(self._task)
+
+    def stop(self) -> None:
+        if self._prog is not None:
+            self._prog.stop()
+            self._prog = None
 
 
 ConfigOpt = Annotated[str, typer.Option("--config", "-c",
@@ -170,76 +169,62 @@ def evaluate(
     ray_address: Annotated[str | None, typer.Option(
         help="--engine ray: an existing cluster (default $RAY_ADDRESS, else a local "
              "instance)")] = None,
+    truncate_at_damage: Annotated[bool, typer.Option(
+        help="with --resume: cut --out at its first damaged line (keeping the verdicts "
+             "before it) and redo the turns from there")] = False,
 ) -> None:
     """Evaluate every turn; write one verdict per turn (JSONL, or Parquet when --out ends
-    in .parquet), in input order. --turns may be JSONL or Parquet."""
+    in .parquet), in input order, after the run header. --turns may be JSONL or Parquet."""
+    from sage_tod.evaluation.run import RunSettings
+    from sage_tod.pipeline import EvaluateRequest, FileRun, evaluate_files
+
     if pc_state not in {"after", "before"} or wnf_state not in {"either", "before"}:
         err.print("[bold red]error:[/] --pc-state must be after|before and --wnf-state "
                   "either|before")
         raise typer.Exit(2)
-    if engine not in {"plain", "ray"}:
-        err.print(f"[bold red]error:[/] --engine must be plain or ray, got {engine!r}")
+    if truncate_at_damage and not resume:
+        err.print("[bold red]error:[/] --truncate-at-damage goes with --resume")
         raise typer.Exit(2)
-    if is_parquet(out_path) and resume:
-        err.print("[bold red]error:[/] --resume needs a JSONL --out (a Parquet file is "
-                  "written whole)")
-        raise typer.Exit(2)
-    bundle = _guard(lambda: load_spec(spec))
-    opts = _stage_options(nli_model, tau, pc_state=pc_state, wnf_state=wnf_state,
-                          **({} if threads is None else {"threads": threads}))
-    # under --engine ray the driver's evaluator only fingerprints the run; actors evaluate
-    ev = _guard(lambda: Evaluator(bundle, config, batch_size=batch_size, options=opts))
-    _note_missing(ev)
-    identity = {"spec_sha256": file_sha256(spec), "turns_sha256": file_sha256(turns),
-                "format": log_format, "route": route,
-                "options": {"pc_state": pc_state, "wnf_state": wnf_state, "tau": tau,
-                            "nli_model": nli_model},
-                **ev.fingerprint()}
-    skipped: list[Any] = []
-
-    def on_skip(prob: Any) -> None:
-        skipped.append(prob)
-        err.print(f"[yellow]skipped:[/] {prob}", highlight=False)
-
-    # the turns are streamed: records and verdicts are never all held (docs/guarantees.md);
-    # an agent log (--format) is converted whole by its importer first
-    records: Iterable[Any]
-    if log_format is None:
-        records = iter_turns(turns, bundle, skip_invalid=skip_invalid, on_skip=on_skip)
-    else:
-        _, tf = load_log(spec, turns, log_format, skip_invalid)
-        records = tf.records
+    settings = _guard(lambda: RunSettings(
+        config=config, options=_stage_options(nli_model, tau, pc_state=pc_state,
+                                               wnf_state=wnf_state),
+        batch_size=batch_size, engine=engine, workers=workers, threads=threads,
+        ray_address=ray_address, reproducible=reproducible))
+    req = EvaluateRequest(spec=spec, turns=turns, out=out_path, settings=settings,
+                          log_format=log_format, skip_invalid=skip_invalid, resume=resume,
+                          overwrite=overwrite, truncate_at_damage=truncate_at_damage,
+                          route=route)
     summary = Summary()
-    sink_cls: Any = VerdictParquetWriter if is_parquet(out_path) else VerdictSink
-    if is_parquet(out_path) and out_path.exists() and not overwrite:
-        err.print(f"[bold red]error:[/] {out_path} exists; pass --overwrite to replace it")
-        raise typer.Exit(2)
-    with sink_cls(out_path, identity, resume=resume, overwrite=overwrite) as sink:
-        done = sink.done
-        if done:
-            err.print(f"resuming: {len(done)} turn(s) already in {out_path}")
+    progress = _Progress(quiet)
+
+    def started(run: FileRun) -> None:
+        _note_missing(run.evaluator)
+        if run.imported is not None:
+            report_import(run.imported)
+        if run.cut:
+            err.print(f"[yellow]resume:[/] {run.cut}", highlight=False)
+        if run.resumed:
+            err.print(f"resuming: {run.resumed} turn(s) already in {out_path}")
             if not quiet:
                 for old in iter_verdicts(out_path):
                     summary.add(old)
-        todo: Iterable[Any] = (r for r in records if r.turn.key not in done)
-        if route != "oracle":
-            todo = _routed(ev.spec, list(todo), route, _stage_options(nli_model, tau))
-        total = 0 if quiet or not err.is_terminal else max(0, _count_lines(turns) - len(done))
-        if engine == "ray":
-            from sage_tod.evaluation.ray_engine import evaluate_ray
+        progress.start(0 if quiet or not err.is_terminal
+                       else max(0, _count_lines(turns) - run.resumed))
 
-            verdicts = _guard(lambda: evaluate_ray(
-                todo, bundle, config, options=opts, workers=workers, threads=threads or 1,
-                batch_size=batch_size, address=ray_address))
-        else:
-            verdicts = ev.evaluate(todo)
-        for v in _progress_iter(verdicts, total, quiet):
-            if reproducible:
-                v = v.model_copy(update={"latency_ms": 0.0})
-            sink.write(v)
-            summary.add(v)
-    if skipped:
-        err.print(f"[yellow]{len(skipped)} invalid line(s) skipped; "
+    def wrote(v: Verdict) -> None:
+        summary.add(v)
+        progress.advance()
+
+    def on_skip(prob: Any) -> None:
+        err.print(f"[yellow]skipped:[/] {prob}", highlight=False)
+
+    try:
+        run = _guard(lambda: evaluate_files(req, on_verdict=wrote, on_skip=on_skip,
+                                            on_start=started))
+    finally:
+        progress.stop()
+    if run.skipped:
+        err.print(f"[yellow]{len(run.skipped)} invalid line(s) skipped; "
                   f"{summary.n} turn(s) in {out_path}[/]")
     if not quiet:
         out.print(summary.table(title=f"{summary.n} verdicts -> {out_path}"))
@@ -253,10 +238,16 @@ def score(
                     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Precision/recall/F1 of the failure class; undecided counts as acceptable."""
+    """Precision/recall/F1 of the failure class; undecided counts as acceptable. Exit 2
+    when the turns carry no gold labels."""
     if spec is not None:
         _guard(lambda: load_turns(turns, load_spec(spec)))
     labels = _guard(lambda: read_gold_labels(turns))
+    if not any(g is not None for _, g in labels):
+        err.print(f"[bold red]error:[/] {turns}: no turn has a gold label (`gold` field, "
+                  "docs/formats.md §2), so there is nothing to score against; `sage-tod "
+                  "report` or `gate` summarise verdicts without gold", highlight=False)
+        raise typer.Exit(2)
     vs = _guard(lambda: read_verdicts(verdicts))
     report = score_fn(labels, vs)
     if as_json:
@@ -289,8 +280,14 @@ def explain(
                                                     "the evidence highlighted")] = None,
     spec: Annotated[Path | None, typer.Option(help="spec for --turns")] = None,
 ) -> None:
-    """Show the evidence trace of a verdict in readable form."""
+    """Show the evidence trace of a verdict in readable form, after the run that made it."""
+    from sage_tod.contracts.verdicts import read_header
+
     vs = _guard(lambda: list(iter_verdicts(verdicts)))
+    head = _guard(lambda: read_header(verdicts))
+    if head is not None:
+        out.print(_describe_run(head), markup=False, highlight=False)
+        out.print()
     by_turn = {}
     if turns is not None:
         if spec is None:
@@ -305,6 +302,23 @@ def explain(
     for v in chosen:
         out.print(render_explain(v, by_turn.get(v.key)))
         out.print()
+
+
+def _describe_run(head: Any) -> str:
+    """The run header in a few lines: code, inputs, configuration, stage fingerprints."""
+    code = head.sage_tod
+    inputs = head.inputs
+    lines = [f"run: sage-tod {code.get('version')}"
+             + (f" (commit {code['commit']})" if code.get("commit") else "")
+             + f", config {head.config}, stages {'+'.join(head.stages) or '-'}"
+             + (f", missing {', '.join(head.missing)}" if head.missing else "")
+             + (f", created {head.created}" if head.created else ""),
+             "  inputs: " + ", ".join(f"{k} {str(v)[:12] if k.endswith('sha256') else v}"
+                                      for k, v in inputs.items() if v is not None)]
+    for stage, fp in head.fingerprints.items():
+        items = ", ".join(f"{k}={v}" for k, v in (fp or {}).items())
+        lines.append(f"  {stage}: {items or '-'}")
+    return "\n".join(lines)
 
 
 @app.command()
@@ -468,6 +482,11 @@ def bench_diff_cmd(
 
     diffs = _guard(lambda: diff_runs(before, after))
     differ = [d for d in diffs if d.changed]
+    for d in diffs:
+        if d.header:
+            out.print(f"{d.name}: run headers differ in " + "; ".join(d.header[:8])
+                      + ("; ..." if len(d.header) > 8 else ""), markup=False,
+                      highlight=False)
     for d in differ:
         out.print(f"{d.name}: {len(d.changed)} of {d.turns} turns differ, "
                   f"{d.redecided} in a decision, {d.relabelled} in the label",

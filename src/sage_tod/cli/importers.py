@@ -8,6 +8,7 @@ the same verdicts.
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,7 +18,7 @@ import typer
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle, load_spec
 from sage_tod.contracts.turns import TurnFile
-from sage_tod.importers.base import ImportResult, UnknownFormat, available_formats, import_file
+from sage_tod.importers.base import ImportResult, available_formats
 from sage_tod.outputs.console import err, out
 from sage_tod.outputs.files import check_target, write_atomic
 
@@ -37,11 +38,11 @@ def _opts(workflow: str | None, corpus: Path | None, tool_results: bool = False
 
 
 def read_log(fmt: str, path: Path, spec: SpecBundle, **opts: Any) -> ImportResult:
-    """`import_file`, with an unknown format reported as bad input (exit status 2)."""
-    try:
-        return import_file(fmt, path, spec, **opts)
-    except UnknownFormat as exc:
-        raise InputError("--format", str(exc)) from None
+    """`import_file` as `evaluate --format` reads it (`pipeline.read_agent_log`): an
+    unknown format is bad input, a wrong one is told what the file looks like."""
+    from sage_tod.pipeline.files import read_agent_log
+
+    return read_agent_log(fmt, path, spec, **opts)
 
 
 def report(res: ImportResult) -> None:
@@ -55,6 +56,11 @@ def report(res: ImportResult) -> None:
     for name, n in sorted(res.ignored_tools.items()):
         err.print(f"  ignored tool {name!r} ({n} call(s)): not in the spec's tools mapping",
                   highlight=False, markup=False)
+    for name in res.unused_tools:
+        close = difflib.get_close_matches(name, list(res.ignored_tools), n=1)
+        err.print(f"  [yellow]warning:[/] spec tool {name!r} is called nowhere in this log"
+                  + (f"; the log calls the unmapped tool {close[0]!r} (a misspelling in "
+                     "the spec's tools?)" if close else ""), highlight=False)
     for name, n in sorted(res.ignored_slots.items()):
         err.print(f"  ignored slot {name!r} ({n} value(s)): not a slot of the workflow",
                   highlight=False, markup=False)

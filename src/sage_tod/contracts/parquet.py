@@ -14,7 +14,9 @@ as "not in this state" rather than as slots of the wrong workflow.
 A verdicts table has the columns people filter on (dialogue_id, turn_id as a
 string, workflow, verdict, confidence, classes, config, latency_ms, cost_usd)
 and `json`, the verdict's JSONL line, which is what is read back: the round
-trip is lossless.
+trip is lossless. The run header (`contracts.run_record`) is the schema's
+`sage_tod_run` metadata entry; the `json` lines leave out what it states, as
+they do under a JSONL header.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from types import TracebackType
 from typing import Any
 
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.run_record import RunHeader, is_header
 from sage_tod.contracts.safejson import UnsafeDocument, parse_json
 
 NESTED = ("state_before", "state_after", "history", "user_values", "agent_acts", "gold",
@@ -149,11 +152,11 @@ VERDICT_COLUMNS = ("dialogue_id", "turn_id", "workflow", "verdict", "confidence"
 class VerdictParquetWriter:
     """Verdicts to a Parquet file in row groups of ROW_GROUP: memory stays bounded."""
 
-    def __init__(self, path: str | Path, identity: Mapping[str, Any] | None = None, *,
-                 resume: bool = False, overwrite: bool = True) -> None:
+    def __init__(self, path: str | Path, header: RunHeader | None = None, *,
+                 resume: bool = False, overwrite: bool = True, **_: Any) -> None:
         """Same call as the JSONL `VerdictSink`; a Parquet file is written whole, so
         `resume` is refused and an existing file is replaced (the CLI asks for
-        --overwrite first). `identity` is not stored in the file."""
+        --overwrite first). `header` is the schema's `sage_tod_run` metadata."""
         if resume:
             raise InputError(path, "--resume needs a JSONL --out (a Parquet file is "
                                    "written whole)")
@@ -165,7 +168,9 @@ class VerdictParquetWriter:
             ("dialogue_id", pa.string()), ("turn_id", pa.string()), ("workflow", pa.string()),
             ("verdict", pa.string()), ("confidence", pa.float64()),
             ("classes", pa.list_(pa.string())), ("config", pa.string()),
-            ("latency_ms", pa.float64()), ("cost_usd", pa.float64()), ("json", pa.string())])
+            ("latency_ms", pa.float64()), ("cost_usd", pa.float64()), ("json", pa.string())],
+            metadata=None if header is None else {b"sage_tod_run": header.to_json().encode()})
+        self.header = header
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._w = pa.parquet.ParquetWriter(str(self.path), self.schema)
         self._rows: list[dict[str, Any]] = []
@@ -179,7 +184,7 @@ class VerdictParquetWriter:
             "workflow": d.get("workflow"), "verdict": d["verdict"],
             "confidence": d.get("confidence"), "classes": [str(c) for c in d.get("classes", [])],
             "config": d.get("config"), "latency_ms": d.get("latency_ms"),
-            "cost_usd": d.get("cost_usd"), "json": v.to_json()})
+            "cost_usd": d.get("cost_usd"), "json": v.to_line(self.header)})
         self.count += 1
         if len(self._rows) >= ROW_GROUP:
             self.flush()
@@ -199,6 +204,22 @@ class VerdictParquetWriter:
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def parquet_header(path: str | Path) -> RunHeader | None:
+    """The run header in a verdicts table's schema metadata, or None (format 1)."""
+    p, pf = _open_table(path)
+    raw = (pf.schema_arrow.metadata or {}).get(b"sage_tod_run")
+    if raw is None:
+        return None
+    try:
+        obj = parse_json(raw)
+        if not is_header(obj):
+            raise ValueError("not a run header")
+        return RunHeader.model_validate(obj)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise InputError(p, f"damaged run header in the schema metadata: {exc}",
+                         field="sage_tod_run") from None
 
 
 def iter_verdict_json(path: str | Path) -> Iterator[tuple[int, str]]:

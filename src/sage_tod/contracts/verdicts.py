@@ -1,4 +1,9 @@
-"""Verdict records (JSONL), one per input turn: the public output contract."""
+"""Verdict records (JSONL), one per input turn: the public output contract.
+
+A file of format 2 starts with its run header (`contracts.run_record`); the
+verdict lines after it leave out what the header states and the reader puts it
+back. A file of format 1 (no header, complete lines) reads as before.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from sage_tod.contracts.criteria import FailureClass, Outcome, Span, as_failure_class
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.run_record import (
+    FORMAT_VERSION,
+    HEADER_PREFIX,
+    SHARED_FIELDS,
+    RunHeader,
+    is_header,
+)
 from sage_tod.contracts.safejson import iter_jsonl, parse_json, parse_line
 
-FORMAT_VERSION = 1
 # a built-in class (IUV, WNF, PC, UV) or a plugin's class name (docs/api.md)
 ClassField = Annotated[FailureClass | str, BeforeValidator(as_failure_class)]
 
@@ -87,25 +98,58 @@ class Verdict(BaseModel):
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=False)
 
+    def to_line(self, header: RunHeader | None) -> str:
+        """The JSONL line under `header`: the fields the header states (format version,
+        config, stages, missing) are left out when this verdict agrees with it."""
+        d = self.to_dict()
+        if header is not None:
+            shared = header.shared()
+            for k in SHARED_FIELDS:
+                if k in d and d[k] == shared[k]:
+                    del d[k]
+                elif k == "missing" and k not in d and shared[k]:
+                    d[k] = []  # this verdict had every stage though the header says not
+        return json.dumps(d, ensure_ascii=False, sort_keys=False)
+
 
 def decided_by_counts(verdicts: Iterable[Verdict]) -> Counter[str]:
     """How many criteria each stage decided ("abstained" when none did): the routing anatomy."""
     return Counter((c.decided_by or "abstained") for v in verdicts for c in v.criteria)
 
 
-def write_verdict(v: Verdict, fh: IO[str]) -> None:
-    """One verdict line, flushed: a run killed mid-way keeps every finished turn (resume)."""
-    fh.write(v.to_json() + "\n")
+def write_header(header: RunHeader, fh: IO[str]) -> None:
+    """The run header, the first line of a verdicts file."""
+    fh.write(header.to_json() + "\n")
     fh.flush()
 
 
-def write_verdicts(verdicts: Iterable[Verdict], fh: IO[str]) -> int:
-    """Every verdict through `write_verdict`, the one writer of the format; the count."""
+def write_verdict(v: Verdict, fh: IO[str], header: RunHeader | None = None) -> None:
+    """One verdict line, flushed: a run killed mid-way keeps every finished turn (resume).
+    Under a `header` the line leaves out what the header states."""
+    fh.write(v.to_line(header) + "\n")
+    fh.flush()
+
+
+def write_verdicts(verdicts: Iterable[Verdict], fh: IO[str],
+                   header: RunHeader | None = None) -> int:
+    """The header (when given) and every verdict through `write_verdict`, the one writer
+    of the format; the count of verdicts."""
+    if header is not None:
+        write_header(header, fh)
     n = 0
     for v in verdicts:
-        write_verdict(v, fh)
+        write_verdict(v, fh, header)
         n += 1
     return n
+
+
+def _header_of(p: Path, n: int, obj: Any) -> RunHeader:
+    try:
+        return RunHeader.model_validate(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise InputError(p, f"run header: {err['msg']}", line=n, field=loc or None) from None
 
 
 def iter_verdicts(path: str | Path) -> Iterator[Verdict]:
@@ -118,16 +162,28 @@ def iter_verdicts(path: str | Path) -> Iterator[Verdict]:
     p = Path(path)
     if p.is_dir():
         raise InputError(p, "is a directory, not a verdicts file")
+    shared: dict[str, Any] = {}
     if p.suffix.lower() in (".parquet", ".pq"):
-        from sage_tod.contracts.parquet import iter_verdict_json
+        from sage_tod.contracts.parquet import iter_verdict_json, parquet_header
 
+        head = parquet_header(p)
+        if head is not None:
+            shared = head.shared()
         lines: Iterator[tuple[int, Any]] = (
             (n, parse_line(p, n, text)) for n, text in iter_verdict_json(p))
     else:
         lines = iter_jsonl(p)
+    first = True
     for n, obj in lines:
         if isinstance(obj, InputError):
             raise obj
+        if first and is_header(obj):
+            shared = _header_of(p, n, obj).shared()
+            first = False
+            continue
+        first = False
+        if shared and isinstance(obj, dict):
+            obj = {**shared, **obj}
         try:
             yield Verdict.model_validate(obj)
         except ValidationError as exc:
@@ -140,7 +196,22 @@ def read_verdicts(path: str | Path) -> list[Verdict]:
     return list(iter_verdicts(path))
 
 
-_VERDICT_PREFIX = b'{"format_version"'
+def read_header(path: str | Path) -> RunHeader | None:
+    """The run header of a verdicts file (JSONL first line, Parquet metadata), or None
+    for a file of format 1 (written before the header existed)."""
+    p = Path(path)
+    if p.suffix.lower() in (".parquet", ".pq"):
+        from sage_tod.contracts.parquet import parquet_header
+
+        return parquet_header(p)
+    for n, obj in iter_jsonl(p):
+        if isinstance(obj, InputError):
+            raise obj
+        return _header_of(p, n, obj) if is_header(obj) else None
+    return None
+
+
+_VERDICT_PREFIXES = (b'{"format_version"', b'{"dialogue_id"')
 _LABELS = frozenset({"failure", "acceptable", "undecided"})
 
 
@@ -156,20 +227,37 @@ def _is_verdict_line(raw: bytes) -> str | None:
     if (not isinstance(did, str) or isinstance(tid, bool) or not isinstance(tid, int | str)
             or not isinstance(obj.get("verdict"), str) or obj["verdict"] not in _LABELS
             or not isinstance(obj.get("criteria"), list)
-            or not isinstance(obj.get("format_version"), int)):
+            or not isinstance(obj.get("format_version", 2), int)):
         return None
     return f"{did}:{tid}"
 
 
-def scan_verdicts(path: Path) -> tuple[set[str], int]:
-    """(keys of the verdicts in `path`, bytes of its complete verdict lines).
+def _starts_like_verdict(raw: bytes) -> bool:
+    return any(raw.startswith(p) or p.startswith(raw) for p in _VERDICT_PREFIXES)
+
+
+class ScannedVerdicts:
+    """What a resume needs to know about an existing verdicts file."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+        self.good = 0  # bytes of the header and complete verdict lines before any damage
+        self.header: RunHeader | None = None
+        self.damaged_line: int | None = None  # first line that is not a verdict
+        self.lines_after = 0  # lines from the damaged one to the end
+
+
+def scan_verdicts(path: Path, *, cut_damage: bool = False) -> ScannedVerdicts:
+    """The keys, header and good length of `path`, for --resume.
 
     Raises `InputError` (and touches nothing) when a line is not a verdict,
     except a last line without its newline that starts like one: that is what
-    an interrupted write leaves, and it is the only thing a resume cuts.
+    an interrupted write leaves, and it is the only thing a resume cuts on its
+    own. A damaged line elsewhere is named, with how many verdicts come before
+    it; with `cut_damage` (`--truncate-at-damage`) the scan stops there, so the
+    caller can cut the file at that line and redo the rest.
     """
-    keys: set[str] = set()
-    good = 0
+    found = ScannedVerdicts()
     try:
         fh = path.open("rb")
     except OSError as exc:
@@ -177,16 +265,36 @@ def scan_verdicts(path: Path) -> tuple[set[str], int]:
     with fh:
         for n, raw in enumerate(fh, start=1):
             complete = raw.endswith(b"\n")
+            if n == 1 and complete and raw.startswith(HEADER_PREFIX):
+                try:
+                    found.header = _header_of(path, n, parse_json(raw))
+                except ValueError:
+                    raise InputError(path, "has a damaged run header; not resuming, the file "
+                                           "is left as it is (use --overwrite to start "
+                                           "again)", line=1) from None
+                found.good += len(raw)
+                continue
             key = _is_verdict_line(raw) if complete else None
             if key is None:
-                if not complete and (raw.startswith(_VERDICT_PREFIX)
-                                     or _VERDICT_PREFIX.startswith(raw)):
+                if not complete and _starts_like_verdict(raw):
                     break  # half a line from an interrupted run: redone
-                raise InputError(path, "is not a verdicts file (this line is not a verdict); "
-                                       "not resuming, the file is left as it is", line=n)
-            keys.add(key)
-            good += len(raw)
-    return keys, good
+                if not found.keys and found.header is None:
+                    raise InputError(path, "is not a verdicts file (this line is not a "
+                                           "verdict); not resuming, the file is left as it is",
+                                     line=n)
+                found.damaged_line = n
+                found.lines_after = 1 + sum(1 for _ in fh)
+                if cut_damage:
+                    break
+                raise InputError(path, f"line {n} is damaged (not a verdict); not resuming, "
+                                       "the file is left as it is. `--resume "
+                                       "--truncate-at-damage` keeps the "
+                                       f"{len(found.keys)} verdict(s) before it, cuts this "
+                                       f"line and the {found.lines_after - 1} after it, and "
+                                       "redoes those turns", line=n)
+            found.keys.add(key)
+            found.good += len(raw)
+    return found
 
 
 def prepare_resume(path: str | Path) -> set[str]:
@@ -200,8 +308,8 @@ def prepare_resume(path: str | Path) -> set[str]:
     p = Path(path)
     if not p.exists():
         return set()
-    keys, good = scan_verdicts(p)
-    if good != p.stat().st_size:
+    found = scan_verdicts(p)
+    if found.good != p.stat().st_size:
         with p.open("r+b") as fh:
-            fh.truncate(good)
-    return keys
+            fh.truncate(found.good)
+    return found.keys

@@ -86,7 +86,8 @@ class Cascade:
         for s in self.stages:
             fp = getattr(s, "fingerprint", None)
             out[s.name] = fp() if callable(fp) else {}
-        return {"config": self.config, "stages": out, "missing": sorted(self.missing)}
+        return {"config": self.config, "stages": out, "missing": sorted(self.missing),
+                "criteria": list(self.criteria)}
 
     def run(self, items: Sequence[Item]) -> list[CriterionResult]:
         why = "no stage accepted it"

@@ -17,13 +17,14 @@ counted in `ignored_tools` so the command can report it once.
 from __future__ import annotations
 
 import importlib
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.errors import InputError, InputProblem
 from sage_tod.contracts.spec import SpecBundle
 from sage_tod.contracts.turns import TurnFile, validate_turns
 
@@ -56,6 +57,9 @@ class ImportResult:
     # counted items that carry no turn content by design (system prompts, Rasa
     # bookkeeping events): listed so the summary accounts for them
     notes: Counter[str] = field(default_factory=Counter)
+    # tools the spec maps that no call in the log used, while the log does call tools: a
+    # misspelt name in the spec's `tools` would otherwise re-route and un-map silently
+    unused_tools: list[str] = field(default_factory=list)
 
     @property
     def n_turns(self) -> int:
@@ -64,12 +68,44 @@ class ImportResult:
     def records(self, spec: SpecBundle, *, skip_invalid: bool = False) -> TurnFile:
         """The turns validated against `spec` exactly as `load_turns` validates a file.
 
-        Line numbers are the lines the turns would have in `sage-tod import`'s
-        output, so an error points at the same place either way.
+        An error names the place in the log (its JSONL line, or its record) and
+        the turn (dialogue and turn id, and its number among the imported turns,
+        which is its line in `sage-tod import`'s output), never a line number the
+        log does not have.
         """
-        return validate_turns(enumerate(self.turns, start=1), spec, self.path,
-                              skip_invalid=skip_invalid,
-                              empty=f"no turns in this {self.format} log ({self.summary()})")
+        self.unused_tools = self._unused_tools(spec)
+        try:
+            tf = validate_turns(enumerate(self.turns, start=1), spec, self.path,
+                                skip_invalid=skip_invalid,
+                                empty=f"no turns in this {self.format} log ({self.summary()})")
+        except InputError as exc:
+            raise InputError(**self._located(exc.problem)) from None
+        tf.skipped = [InputProblem(**self._located(p)) for p in tf.skipped]
+        return tf
+
+    def _unused_tools(self, spec: SpecBundle) -> list[str]:
+        called = {c.get("name") for t in self.turns for c in (t.get("tool_calls") or [])
+                  if isinstance(c, dict)}
+        called |= set(self.ignored_tools)
+        if not called:
+            return []  # a log without tool calls (MultiWOZ, SGD, Rasa): nothing to compare
+        mapped = {name for wf in spec.workflows.values() for name in wf.tools}
+        return sorted(mapped - called)
+
+    def _located(self, p: InputProblem) -> dict[str, Any]:
+        """`p` (numbered by imported turn) re-addressed to where the turn is in the log."""
+        n = p.line
+        if n is None or not 1 <= n <= len(self.turns):
+            return {"path": p.path, "message": p.message, "line": None, "field": p.field}
+        t = self.turns[n - 1]
+        raw_meta = t.get("meta")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+        rec = str(meta.get("record") or "")
+        line = int(rec[5:]) if rec.startswith("line ") and rec[5:].isdigit() else None
+        where = (f"{rec}, " if rec and line is None else "") + (
+            f"dialogue {t.get('dialogue_id')!s} turn {t.get('turn_id')!s} (imported turn {n})")
+        return {"path": p.path, "message": f"{where}: {p.message}", "line": line,
+                "field": p.field}
 
     def summary(self) -> str:
         """One line: conversations, turns, skipped items, ignored tools."""
@@ -81,6 +117,8 @@ class ImportResult:
         if self.ignored_slots:
             parts.append(f"{sum(self.ignored_slots.values())} value(s) of "
                          f"{len(self.ignored_slots)} slot(s) not in the spec ignored")
+        if self.unused_tools:
+            parts.append(f"{len(self.unused_tools)} spec tool(s) never called")
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,7 +127,8 @@ class ImportResult:
                 "skipped": [{"where": s.where, "reason": s.reason} for s in self.skipped],
                 "ignored_tools": dict(sorted(self.ignored_tools.items())),
                 "ignored_slots": dict(sorted(self.ignored_slots.items())),
-                "notes": dict(sorted(self.notes.items()))}
+                "notes": dict(sorted(self.notes.items())),
+                "unused_tools": list(self.unused_tools)}
 
 
 Importer = Callable[..., ImportResult]
@@ -178,3 +217,60 @@ def import_file(format: str, path: str | Path, spec: SpecBundle, **opts: Any) ->
         raise InputError("--workflow", f"unknown workflow id {wf!r} (spec has: "
                          + ", ".join(sorted(spec.workflows)) + ")")
     return get_importer(format)(p, spec, **opts)
+
+
+# ------------------------------------------------------------------ what a file looks like
+
+SNIFF_BYTES = 1 << 16
+# (what the file looks like, the --format that reads it or None, a pattern on its start);
+# the first that matches wins, so the more specific shapes come first
+_LOOKS: tuple[tuple[str, str | None, re.Pattern[str]], ...] = (
+    ("a verdicts file", None,
+     re.compile(r'^\s*\{"record": "sage-tod run"|^\s*\{[^\n]*"verdict"[^\n]*"criteria"')),
+    ("a sage-tod turns file", None,
+     re.compile(r'^\s*\{[^\n]*"dialogue_id"[^\n]*"(state_after|state_before)"')),
+    ("a workflow spec", None, re.compile(r'^\s*(\{\s*)?"?workflows"?\s*:', re.M)),
+    ("a τ²-bench results file", "tau-bench",
+     re.compile(r'^\s*\{.*"simulations"\s*:', re.S)),
+    ("a τ-bench results file", "tau-bench", re.compile(r'^\s*\[\s*\{.*"traj"\s*:', re.S)),
+    ("a τ²-bench simulation", "tau-bench",
+     re.compile(r'"termination_reason"\s*:|"reward_info"\s*:')),
+    ("a Rasa tracker", "rasa", re.compile(r'"(sender_id|events)"\s*:.*"event"\s*:', re.S)),
+    ("an SGD dialogue file", "sgd", re.compile(r'"services"\s*:.*"frames"\s*:', re.S)),
+    ("a MultiWOZ dialogue file", "multiwoz",
+     re.compile(r'"log"\s*:\s*\[.*"metadata"\s*:', re.S)),
+    ("an OpenAI chat log", "openai-chat", re.compile(r'"messages"\s*:\s*\[.*"role"\s*:', re.S)),
+)
+
+
+def sniff(path: str | Path) -> tuple[str, str | None] | None:
+    """What the start of `path` looks like, and the `--format` that reads it (None when
+    no importer does: a spec, a turns or a verdicts file); None when nothing matches.
+
+    Read from the first 64 KiB only, so it costs nothing on a large log; used to say
+    "this looks like X" when a file is read as something it is not.
+    """
+    try:
+        with Path(path).open("rb") as fh:
+            head = fh.read(SNIFF_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    for what, fmt, pattern in _LOOKS:
+        if pattern.search(head):
+            return what, fmt
+    return None
+
+
+def format_hint(path: str | Path, expected: str | None) -> str | None:
+    """A sentence saying what `path` looks like when that is not `expected` (a --format
+    name, or None for a turns file); None when it looks right or like nothing known."""
+    found = sniff(path)
+    if found is None:
+        return None
+    what, fmt = found
+    if expected is None and what == "a sage-tod turns file":
+        return None
+    if fmt is not None and fmt == expected:
+        return None
+    use = f"; read it with --format {fmt}" if fmt is not None else ""
+    return f"it looks like {what}{use}"

@@ -21,6 +21,7 @@ passing with `undecided_passes=True`). Each turn's state comes from the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,29 +48,57 @@ from sage_tod.integrations.conversation import (
     turn_summary,
 )
 
+TOOL_ERRORS = "tool_errors"
+"""Turn metadata key: one flag per `tools_called` entry, true where the call failed
+(DeepEval's `ToolCall` has no error field; a failed call writes no slot)."""
+
+
+def _output(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           default=str)
+
 
 def to_conversation(case: ConversationalTestCase) -> Conversation:
-    """DeepEval turns -> the neutral transcript (tools_called become tool calls)."""
-    msgs = [Message(role=t.role, content=t.content,
-                    tool_calls=tuple(ToolCall(c.name, dict(c.input_parameters or {}),
-                                              output=None if c.output is None
-                                              else str(c.output))
-                                     for c in (t.tools_called or [])),
-                    metadata=t.metadata)
-            for t in case.turns]
+    """DeepEval turns -> the neutral transcript (tools_called become tool calls, their
+    outputs the calls' results)."""
+    msgs = []
+    for t in case.turns:
+        errors = ((t.metadata or {}).get(TOOL_ERRORS) or []) if isinstance(
+            t.metadata, Mapping) else []
+        calls = tuple(ToolCall(c.name, dict(c.input_parameters or {}),
+                               output=_output(c.output),
+                               error=bool(errors[j]) if j < len(errors) else None)
+                      for j, c in enumerate(t.tools_called or []))
+        msgs.append(Message(role=t.role, content=t.content, tool_calls=calls,
+                            metadata=t.metadata))
     return Conversation(case.name or "conversation", msgs, case.metadata)
 
 
 def to_test_cases(records: Sequence[TurnRecord]) -> list[ConversationalTestCase]:
-    """A recorded sage-tod turns file -> one DeepEval test case per dialogue."""
+    """A recorded sage-tod turns file -> one DeepEval test case per dialogue, tool calls
+    and their results included (so the case gives the turns file's verdicts)."""
+    from deepeval.test_case import ToolCall as DeepEvalToolCall
     from deepeval.test_case import Turn
 
-    return [ConversationalTestCase(
-        name=c.id, metadata=dict(c.metadata or {}),
-        turns=[Turn(role="user" if m.role == "user" else "assistant", content=m.content,
-                    metadata=dict(m.metadata) if m.metadata else None)
-               for m in c.messages])
-        for c in from_turns(records)]
+    cases = []
+    for c in from_turns(records):
+        turns = []
+        for m in c.messages:
+            meta = dict(m.metadata) if m.metadata else {}
+            if m.tool_calls:
+                meta[TOOL_ERRORS] = [bool(tc.error) for tc in m.tool_calls]
+            turns.append(Turn(
+                role="user" if m.role == "user" else "assistant", content=m.content,
+                metadata=meta or None,
+                tools_called=[DeepEvalToolCall(name=tc.name,
+                                               input_parameters=dict(tc.arguments),
+                                               output=tc.output)
+                              for tc in m.tool_calls] or None))
+        cases.append(ConversationalTestCase(name=c.id, metadata=dict(c.metadata or {}),
+                                            turns=turns))
+    return cases
 
 
 class SageTodMetric(BaseConversationalMetric):  # type: ignore[misc,no-untyped-call]

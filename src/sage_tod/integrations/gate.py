@@ -13,6 +13,7 @@ gate adds no second definition of F1 or of a failure.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -208,6 +209,20 @@ def _md(text: str, limit: int = 240) -> str:
     return text
 
 
+def _key(key: str) -> str:
+    """A turn key (or any id) as a Markdown code span that stays one: ids come from the
+    user's files and may hold backticks, newlines, `|` or markup. Whitespace runs become
+    one space; the fence is one backtick longer than the longest run inside, padded by
+    spaces, so a backtick can neither close it nor open another. (Keys are never put in
+    table cells, where a `|` would split the cell even inside a code span.)"""
+    text = " ".join(key.split())
+    if len(text) > 120:
+        text = text[:119] + "…"
+    run = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (run + 1)
+    return f"{fence} {text} {fence}" if run or text[:1] == " " else f"{fence}{text}{fence}"
+
+
 def _span(span: Span) -> str:
     where = span.source if span.index is None else f"{span.source}[{span.index}]"
     return f'{where}[{span.start}:{span.end}] "{_md(span.text, 80)}"'
@@ -236,6 +251,12 @@ def worst_turns(result: GateResult, limit: int) -> list[Verdict]:
     return failures[:limit]
 
 
+def _listed(keys: Sequence[str], limit: int) -> str:
+    """The first `limit` keys, escaped, and how many more there are."""
+    shown = ", ".join(_key(k) for k in keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
 _ICON = {"pass": "✅", "fail": "❌", "skipped": "⚪"}
 
 
@@ -245,7 +266,7 @@ def markdown_summary(result: GateResult, *, turns: Mapping[str, Turn] | None = N
     """The pull-request comment / step summary: verdict, checks, worst turns, report link."""
     turns = turns or {}
     head = "✅ passed" if result.passed else "❌ failed"
-    configs = sorted({f"{v.config} ({'+'.join(v.stages) or 'no stages'})"
+    configs = sorted({f"{_md(v.config, 60)} ({_md('+'.join(v.stages), 60) or 'no stages'})"
                       for v in result.verdicts})
     lines = [f"## {title}: {head}", "",
              f"{result.n} turns · config {', '.join(configs)}", "",
@@ -256,7 +277,7 @@ def markdown_summary(result: GateResult, *, turns: Mapping[str, Turn] | None = N
     fired += sorted(c for c in result.class_counts if c not in CLASSES)  # plugin classes
     if fired:
         lines += ["", "| fired class | turns |", "|---|---:|"]
-        lines += [f"| {c} | {result.class_counts[c]} |" for c in fired]
+        lines += [f"| {_md(c, 60)} | {result.class_counts[c]} |" for c in fired]
     if result.score is not None:
         s = result.score
         lines += ["", f"Against gold (n={s.n}, undecided counted as acceptable): "
@@ -274,11 +295,10 @@ def markdown_summary(result: GateResult, *, turns: Mapping[str, Turn] | None = N
     if result.regressions:
         lines += ["", f"### Regressions ({len(result.regressions)}): acceptable in the "
                       "baseline, failure now", ""]
-        lines.append(", ".join(f"`{v.key}`" for v in result.regressions[:30])
-                     + (" …" if len(result.regressions) > 30 else ""))
+        lines.append(_listed([v.key for v in result.regressions], 30))
     if result.fixed:
         lines += ["", f"Fixed since the baseline ({len(result.fixed)}): "
-                  + ", ".join(f"`{k}`" for k in result.fixed[:30])]
+                  + _listed(result.fixed, 30)]
     chosen = worst_turns(result, worst)
     if chosen:
         lines += ["", f"### Worst turns ({len(chosen)} of {result.counts['failure']} "
@@ -286,8 +306,8 @@ def markdown_summary(result: GateResult, *, turns: Mapping[str, Turn] | None = N
         regressed = {v.key for v in result.regressions}
         for v in chosen:
             tag = " · **regression**" if v.key in regressed else ""
-            lines.append(f"- **`{v.key}`** {v.workflow} · "
-                         f"{', '.join(str(c) for c in v.classes)} · "
+            lines.append(f"- **{_key(v.key)}** {_md(v.workflow, 80)} · "
+                         f"{', '.join(_md(str(c), 40) for c in v.classes)} · "
                          f"confidence {v.confidence:.2f}{tag}")
             t = turns.get(v.key)
             if t is not None:
@@ -298,9 +318,7 @@ def markdown_summary(result: GateResult, *, turns: Mapping[str, Turn] | None = N
                     lines.extend(_criterion_lines(crit))
     undecided = [v.key for v in result.verdicts if v.verdict == "undecided"]
     if undecided:
-        shown = ", ".join(f"`{k}`" for k in undecided[:20])
-        more = f" and {len(undecided) - 20} more" if len(undecided) > 20 else ""
-        lines += ["", f"Undecided ({len(undecided)}): {shown}{more}"]
+        lines += ["", f"Undecided ({len(undecided)}): {_listed(undecided, 20)}"]
     if report_link:
         lines += ["", f"Full report with evidence traces: [{_md(report_link, 120)}]"
                       f"({report_link.replace(' ', '%20').replace(')', '%29')})"]

@@ -24,19 +24,32 @@ from sage_tod.outputs.scoring import CLASSES
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 
 
-def parse_class_limits(items: list[str]) -> dict[str, int]:
-    """`["IUV=0", "PC=2"]` -> `{"IUV": 0, "PC": 2}`; a malformed item is an InputError.
+def known_classes() -> list[str]:
+    """The built-in classes, then every registered criterion class (plugins included)."""
+    from sage_tod.compiler.kinds import CRITERIA
+
+    return [*CLASSES, *sorted(set(CRITERIA.names()) - set(CLASSES))]
+
+
+def parse_class_limits(items: list[str], known: list[str] | None = None) -> dict[str, int]:
+    """`["IUV=0", "PC=2"]` -> `{"IUV": 0, "PC": 2}`; a malformed item, or a class nobody
+    registered (a typo would switch the check off), is an InputError naming the known ones.
 
     >>> parse_class_limits(["pc=2", "IUV=0"])
     {'PC': 2, 'IUV': 0}
     """
+    known = known if known is not None else known_classes()
     limits: dict[str, int] = {}
     for item in items:
         name, sep, num = item.partition("=")
         if not sep or not num.strip().isdigit():
             raise InputError("--max-class", f"expected CLASS=N (e.g. PC=0), got {item!r}")
         name = name.strip()
-        limits[name.upper() if name.upper() in CLASSES else name] = int(num)
+        name = name.upper() if name.upper() in CLASSES else name
+        if name not in known:
+            raise InputError("--max-class", f"unknown class {name!r} in {item!r}; known "
+                             f"classes: {', '.join(known)}")
+        limits[name] = int(num)
     return limits
 
 

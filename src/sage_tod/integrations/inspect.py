@@ -16,9 +16,13 @@ comes from the message metadata (`state`), from the sample metadata
 (`states`, one per turn, plus `workflow` and `initial_state`), or from that
 tool mapping (`sage_tod.integrations.conversation`). The score's value is the
 share of acceptable turns; its metadata holds every turn's verdict, fired
-classes, evidence and repair hint. A transcript that cannot be mapped (no
-state, an unknown slot) is an unscored sample with the reason, not an error
-that stops the run.
+classes, evidence and repair hint. The messages become turns through the
+importers' one conversion, so a closing user message is a turn and tool
+results are history, as with `sage-tod evaluate --format`. A transcript that
+cannot be mapped (no state, an unknown slot) is an unscored sample with the
+reason; a setup problem every sample would meet (no workflow named and none
+to infer from the tool calls, with a several-workflow spec) raises, so the
+eval reports an error instead of succeeding with nothing scored.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from sage_tod.integrations.conversation import (
     Conversation,
     ConversationJudge,
     Message,
+    NoWorkflow,
     ToolCall,
     acceptable_share,
     reason,
@@ -49,7 +54,7 @@ from sage_tod.integrations.conversation import (
 
 def to_conversation(messages: list[ChatMessage], sample_id: str | int,
                     metadata: Mapping[str, Any] | None) -> Conversation:
-    """Inspect chat messages -> the neutral transcript (tool calls kept, results dropped)."""
+    """Inspect chat messages -> the neutral transcript (tool calls and results kept)."""
     out: list[Message] = []
     for m in messages:
         if m.role == "tool":
@@ -85,6 +90,8 @@ def workflow_scorer(spec_file: str, config: str = "core", workflow: str | None =
         conv = to_conversation(state.messages, state.sample_id, state.metadata)
         try:
             verdicts = judge.judge(conv, source="inspect sample")
+        except NoWorkflow:
+            raise  # the scorer's setup, not this sample: fail the eval, say why
         except InputError as exc:
             return Score.unscored(reason="scoring_failed", explanation=str(exc),
                                   metadata={"sage_tod": {"error": str(exc)}})

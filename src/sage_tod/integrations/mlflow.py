@@ -14,7 +14,9 @@
 `log_evaluation` records parameters (config, stages, model, tau, spec hash),
 metrics (failure/acceptable/undecided rates and counts, fired turns per class,
 and precision/recall/F1 against gold when the records carry labels) and
-artifacts (the verdicts JSONL, the HTML report, the score JSON).
+artifacts (the verdicts JSONL with its run header, the HTML report, the score
+JSON, which says when there was no gold), all written through sage-tod's own
+output path (`write_artifacts`).
 
 `session_scorer` is an MLflow session-level scorer: one call per session
 (its traces in time order = the turns) returns a `sage_tod` feedback (share
@@ -144,7 +146,7 @@ def log_evaluation(verdicts: Sequence[Verdict], *, records: Sequence[TurnRecord]
         run_params["spec_hash"] = spec_hash(spec)
     run_params.update(params or {})
     active = mlflow.active_run()
-    run = active if active is not None else mlflow.start_run(run_name=run_name)
+    run = active if active is not None else _start_run(run_name)
     try:
         from sage_tod import __version__
 
@@ -152,25 +154,70 @@ def log_evaluation(verdicts: Sequence[Verdict], *, records: Sequence[TurnRecord]
         mlflow.log_params(run_params)
         mlflow.log_metrics(evaluation_metrics(verdicts, records))
         with tempfile.TemporaryDirectory() as tmp:
-            d = Path(tmp)
-            (d / "verdicts.jsonl").write_text("".join(v.to_json() + "\n" for v in verdicts),
-                                              encoding="utf-8")
-            if records is not None:
-                rep = score([(r.turn.key, r.gold) for r in records], verdicts)
-                if rep.n:
-                    (d / "score.json").write_text(json.dumps(rep.to_dict(), indent=2),
-                                                  encoding="utf-8")
-            if report:
-                turns = {r.turn.key: r.turn for r in records or ()}
-                gold = {r.turn.key: r.gold for r in records or ()}
-                page = render_report(verdicts, turns, gold if any(gold.values()) else None,
-                                     title=run_name or "sage-tod report")
-                (d / "report.html").write_text(page, encoding="utf-8")
-            mlflow.log_artifacts(str(d), artifact_path="sage_tod")
+            write_artifacts(Path(tmp), verdicts, records=records, spec=spec,
+                            evaluator=evaluator, report=report,
+                            title=run_name or "sage-tod report")
+            mlflow.log_artifacts(tmp, artifact_path="sage_tod")
         return str(run.info.run_id)
     finally:
         if active is None:
             mlflow.end_run()
+
+
+def _start_run(run_name: str | None) -> Any:
+    """`mlflow.start_run`, with a hint when the tracking URI is a folder MLflow refuses."""
+    try:
+        return mlflow.start_run(run_name=run_name)
+    except Exception as exc:  # MLflow raises its own and OS errors for a bad store
+        uri = str(mlflow.get_tracking_uri())
+        if "://" not in uri or uri.startswith("file:"):
+            raise InputError(uri, f"MLflow cannot use this folder as a tracking store "
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); "
+                             "set a database URI, e.g. mlflow.set_tracking_uri("
+                             "'sqlite:///mlflow.db'), or a tracking server "
+                             "(docs/integrations.md)") from None
+        raise
+
+
+def write_artifacts(folder: Path, verdicts: Sequence[Verdict], *,
+                    records: Sequence[TurnRecord] | None = None,
+                    spec: str | Path | None = None, evaluator: Evaluator | None = None,
+                    report: bool = True, title: str = "sage-tod report") -> list[Path]:
+    """The run's artifacts, written through sage-tod's one output path: the verdicts
+    file with its run header (`outputs.sink.VerdictSink`), the score and the report
+    (atomic writes). `score.json` is always written; without gold labels it says so
+    and holds the verdict counts only."""
+    from sage_tod.contracts.run_record import RunHeader
+    from sage_tod.evaluation.run import RunSettings, run_header
+    from sage_tod.outputs.files import write_atomic
+    from sage_tod.outputs.sink import VerdictSink
+
+    inputs: dict[str, Any] = {"spec_sha256": spec_hash(spec) if spec is not None else None}
+    if evaluator is not None:
+        header = run_header(evaluator, RunSettings(config=evaluator.config), inputs)
+    else:  # verdicts made elsewhere: the header states what they say about themselves
+        header = RunHeader(config=verdicts[0].config, stages=list(verdicts[0].stages),
+                           missing=list(verdicts[0].missing), inputs=inputs)
+    written = [folder / "verdicts.jsonl", folder / "score.json"]
+    with VerdictSink(written[0], header, resume=False, overwrite=True) as sink:
+        for v in verdicts:
+            sink.write(v)
+    rep = score([(r.turn.key, r.gold) for r in records], verdicts) if records else None
+    if rep is not None and rep.n:
+        body: dict[str, Any] = rep.to_dict()
+    else:
+        body = {"gold_turns": 0, "note": "no gold labels, so no precision, recall or F1; "
+                                         "the counts are the verdicts'",
+                **evaluation_metrics(verdicts)}
+    write_atomic(written[1], json.dumps(body, indent=2) + "\n", overwrite=True)
+    if report:
+        turns = {r.turn.key: r.turn for r in records or ()}
+        gold = {r.turn.key: r.gold for r in records or ()}
+        page = render_report(verdicts, turns, gold if any(gold.values()) else None,
+                             title=title)
+        written.append(folder / "report.html")
+        write_atomic(written[-1], page, overwrite=True)
+    return written
 
 
 # ------------------------------------------------------------------ GenAI sessions

@@ -6,7 +6,10 @@ Parquet) or two `sage-tod bench` directories (every `runs/<slice>/<config>`
 file present in either) turn by turn, keyed by `dialogue_id:turn_id`, with
 `latency_ms` left out (wall time differs on every run). It reports, per file,
 how many turns differ and how many changed their label, with the first few
-changes spelled out (label before → after and the first field that differs).
+changes spelled out (label before → after and the first field that differs),
+and what differs between the two files' run headers (code version and commit,
+inputs, options, each stage's fingerprint, library versions): the why beside
+the what.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.contracts.errors import InputError
-from sage_tod.contracts.verdicts import iter_verdicts
+from sage_tod.contracts.run_record import differences
+from sage_tod.contracts.verdicts import iter_verdicts, read_header
 
 IGNORED = ("latency_ms",)
 _SUFFIXES = (".jsonl", ".parquet", ".pq")
@@ -37,6 +41,8 @@ class FileDiff:
     name: str
     turns: int
     changed: list[TurnChange] = field(default_factory=list)
+    # run-header fields that differ ("field (a then, b now)"); a file of format 1 has none
+    header: list[str] = field(default_factory=list)
 
     @property
     def relabelled(self) -> int:
@@ -80,7 +86,7 @@ def diff_files(a: Path, b: Path, name: str = "", ignored: Iterable[str] = IGNORE
     """Turn-by-turn differences between two verdict files."""
     ign = tuple(ignored)
     ra, rb = _rows(a, ign), _rows(b, ign)
-    out = FileDiff(name or b.name, len(set(ra) | set(rb)))
+    out = FileDiff(name or b.name, len(set(ra) | set(rb)), header=header_differences(a, b))
     for key in [*ra, *(k for k in rb if k not in ra)]:
         x, y = ra.get(key), rb.get(key)
         if x == y:
@@ -90,6 +96,20 @@ def diff_files(a: Path, b: Path, name: str = "", ignored: Iterable[str] = IGNORE
             "" if x is None or y is None else _first_field(x, y),
             x is None or y is None or _decided(x, y)))
     return out
+
+
+def header_differences(a: Path, b: Path) -> list[str]:
+    """What differs between the run headers of two verdict files (creation time aside)."""
+    ha, hb = read_header(a), read_header(b)
+    if ha is None and hb is None:
+        return []
+    if ha is None or hb is None:
+        return [f"run header (only in {b.name if ha is None else a.name}; the other file "
+                "is of format 1)"]
+    da, db = ha.to_dict(), hb.to_dict()
+    for d in (da, db):
+        d.pop("created", None)
+    return differences(da, db)
 
 
 def _verdict_files(root: Path) -> dict[str, Path]:

@@ -2,48 +2,39 @@
 
 A verdicts file is only ever written through `VerdictSink`, which holds the
 file's exclusive lock (`outputs.files.LineFile`) from the first check to the
-last line, and keeps a sidecar `<file>.meta.json` saying what produced it: the
-spec's and the turns file's SHA-256, the configuration, the options and each
-stage's fingerprint (S2's model hash, backend and claim design; S3's endpoint
-and model). `--resume` continues a file only when
+last line. Its first line is the run header (`contracts.run_record.RunHeader`):
+the sage-tod version and commit, the spec's and the turns file's SHA-256, the
+configuration, the options and each stage's fingerprint. `--resume` continues a
+file only when
 
-* every line is a verdict (a last line cut short by an interrupted run is
-  removed; anything else that is not a verdict refuses the resume and leaves
-  the file exactly as it was), and
-* the sidecar exists and names the same spec, turns, configuration, options
-  and models; any difference is listed and refused, so one file never mixes
-  verdicts of two runs.
+* it has a run header whose `identity()` equals the new run's; any
+  difference is listed by field and refused, so one file never mixes verdicts
+  of two runs (a file of format 1, without a header, is refused too);
+* every line after it is a verdict: a last line cut short by an interrupted
+  run is removed; a damaged line elsewhere refuses the resume, names the line
+  and leaves the file as it was, unless `truncate_at_damage` asks to cut the
+  file there and redo the rest.
 
-The verdict lines themselves are unchanged (docs/formats.md is a contract):
-the identity lives beside the file, not in it.
+Before format 2 the identity lived in a sidecar `<file>.meta.json`; the
+header replaces it (a stale sidecar beside a file we rewrite is removed).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from sage_tod.contracts.errors import InputError
-from sage_tod.contracts.verdicts import Verdict, scan_verdicts, write_verdict
-from sage_tod.outputs.files import LineFile, check_target, write_atomic
+from sage_tod.contracts.run_record import RunHeader, differences
+from sage_tod.contracts.verdicts import Verdict, scan_verdicts, write_header, write_verdict
+from sage_tod.outputs.files import LineFile, check_target
 
-SIDECAR_SUFFIX = ".meta.json"
-SIDECAR_FORMAT = "sage-tod verdicts sidecar"
+SIDECAR_SUFFIX = ".meta.json"  # format 1's identity file, read no more, removed on rewrite
 
 
 def sidecar_path(path: str | Path) -> Path:
     p = Path(path)
     return p.with_name(p.name + SIDECAR_SUFFIX)
-
-
-def _wants_sidecar(path: Path) -> bool:
-    """Only a regular file the user named outside /dev and /proc gets a sidecar."""
-    if str(path.absolute()).startswith(("/dev/", "/proc/")):
-        return False
-    return path.is_file() and not path.is_symlink()
 
 
 def file_sha256(path: str | Path) -> str:
@@ -62,35 +53,24 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def _differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = ""
-                 ) -> list[str]:
-    out: list[str] = []
-    for k in sorted(set(old) | set(new)):
-        a, b = old.get(k), new.get(k)
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            out += _differences(a, b, f"{prefix}{k}.")
-        elif a != b:
-            out.append(f"{prefix}{k} ({a!r} then, {b!r} now)")
-    return out
-
-
-def _normal(identity: Mapping[str, Any]) -> dict[str, Any]:
-    """The identity as JSON would give it back (tuples become lists, keys strings)."""
-    data: dict[str, Any] = json.loads(json.dumps(identity, sort_keys=True, default=str))
-    return data
+def _is_stream(path: Path) -> bool:
+    return str(path.absolute()).startswith(("/dev/", "/proc/")) or (
+        path.exists() and not path.is_file())
 
 
 class VerdictSink:
-    """`with VerdictSink(out, identity, resume=..., overwrite=...) as sink:` then
+    """`with VerdictSink(out, header, resume=..., overwrite=...) as sink:` then
     `sink.done` (keys already there) and `sink.write(verdict)`."""
 
-    def __init__(self, path: str | Path, identity: Mapping[str, Any], *, resume: bool,
-                 overwrite: bool) -> None:
+    def __init__(self, path: str | Path, header: RunHeader, *, resume: bool,
+                 overwrite: bool, truncate_at_damage: bool = False) -> None:
         self.path = Path(path)
-        self.identity = _normal(identity)
+        self.header = header
         self.resume = resume
         self.overwrite = overwrite
+        self.truncate_at_damage = truncate_at_damage
         self.done: set[str] = set()
+        self.cut: str | None = None  # what a --truncate-at-damage resume removed, in words
         self._lines: LineFile | None = None
 
     def __enter__(self) -> VerdictSink:
@@ -105,7 +85,11 @@ class VerdictSink:
         try:
             if resuming:
                 self._prepare_resume()
-            self._write_sidecar()
+            else:
+                lines.write(write_header, self.header)
+                old = sidecar_path(p)
+                if not _is_stream(p) and old.is_file():
+                    old.unlink()  # format 1's sidecar would describe another run
         except BaseException:
             lines.close()
             self._lines = None
@@ -114,39 +98,28 @@ class VerdictSink:
 
     def _prepare_resume(self) -> None:
         assert self._lines is not None
-        keys, good = scan_verdicts(self.path)
-        side = sidecar_path(self.path)
-        if not side.is_file():
-            raise InputError(self.path, f"has no sidecar {side.name}, so it cannot be checked "
-                                        "to come from the same spec, turns and settings; not "
-                                        "resuming (use --overwrite to start again)")
-        try:
-            meta = json.loads(side.read_text(encoding="utf-8"))
-            old = meta["identity"]
-            if meta.get("format") != SIDECAR_FORMAT or not isinstance(old, dict):
-                raise ValueError("not a sidecar")
-        except (OSError, ValueError, KeyError, TypeError, RecursionError):
-            raise InputError(side, "is not a sage-tod verdicts sidecar; not resuming") from None
-        diff = _differences(old, self.identity)
+        found = scan_verdicts(self.path, cut_damage=self.truncate_at_damage)
+        if found.header is None:
+            raise InputError(self.path, "has no run header (written by sage-tod before "
+                                        "format 2, or not by `evaluate`), so it cannot be "
+                                        "checked to come from the same code, spec, turns and "
+                                        "settings; not resuming (use --overwrite to start "
+                                        "again)")
+        diff = differences(found.header.identity(), self.header.identity())
         if diff:
             raise InputError(self.path, "was written by a different run; not resuming "
                                         "(differs: " + "; ".join(diff[:6])
                                         + ("; ..." if len(diff) > 6 else "") + ")")
-        if good != self.path.stat().st_size:
-            self._lines.truncate(good)
-        self.done = keys
-
-    def _write_sidecar(self) -> None:
-        meta = {"format": SIDECAR_FORMAT, "sidecar_version": 1, "verdicts": self.path.name,
-                "identity": self.identity}
-        if not _wants_sidecar(self.path):
-            return  # a device or stream (/dev/stdout): nothing to resume, nowhere to write
-        write_atomic(sidecar_path(self.path), json.dumps(meta, indent=2, sort_keys=True)
-                     + "\n", overwrite=True)
+        if found.damaged_line is not None:
+            self.cut = (f"cut at damaged line {found.damaged_line} ({found.lines_after} "
+                        f"line(s) removed); {len(found.keys)} verdict(s) kept")
+        if found.good != self.path.stat().st_size:
+            self._lines.truncate(found.good)
+        self.done = found.keys
 
     def write(self, verdict: Verdict) -> None:
         assert self._lines is not None
-        self._lines.write(write_verdict, verdict)
+        self._lines.write(lambda v, fh: write_verdict(v, fh, self.header), verdict)
 
     def close(self) -> None:
         if self._lines is not None:

@@ -14,6 +14,7 @@ from sage_tod.contracts.spec import SpecBundle, load_spec
 from sage_tod.contracts.turns import Turn, TurnRecord, load_turns
 from sage_tod.contracts.verdicts import CriterionVerdict, Verdict
 from sage_tod.evaluation.evaluator import Evaluator
+from sage_tod.evaluation.run import RunSettings, evaluate_records, make_evaluator
 
 TurnsInput = str | Path | Iterable[Turn | TurnRecord | Mapping[str, Any]]
 
@@ -74,7 +75,8 @@ def assert_turns_pass(spec: SpecBundle | str | Path, turns: TurnsInput, *,
     """
     __tracebackhide__ = True  # pytest shows the message, not this function's source
     bundle = spec if isinstance(spec, SpecBundle) else load_spec(spec)
-    ev = evaluator or Evaluator(bundle, config)
+    settings = RunSettings(config=evaluator.config if evaluator is not None else config)
+    ev = evaluator or make_evaluator(bundle, settings)  # the CLI's one evaluation path
     if ev.missing_stages and allow_undecided and not allow_missing_stages:
         why = "; ".join(f"{k}: {v}" for k, v in sorted(ev.missing_stages.items()))
         raise StageMissingError(
@@ -84,7 +86,7 @@ def assert_turns_pass(spec: SpecBundle | str | Path, turns: TurnsInput, *,
             "pass allow_missing_stages=True.")
     items: Iterable[Turn | TurnRecord | Mapping[str, Any]]
     items = load_turns(turns, bundle).records if isinstance(turns, str | Path) else turns
-    verdicts = list(ev.evaluate(items))
+    verdicts = list(evaluate_records(ev, items, settings))
     if not verdicts:
         raise AssertionError("no turns to check: assert_turns_pass was given an empty list")
     bad = [v for v in verdicts

@@ -22,7 +22,6 @@ selective evaluation.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from sage_tod.contracts.criteria import (
     UVArgs,
     WNFArgs,
 )
+from sage_tod.contracts.safejson import parse_json
 from sage_tod.contracts.turns import transcript_lines
 from sage_tod.llm.config import (
     LLMConfig,
@@ -83,7 +83,7 @@ def parse_answer(text: str | None) -> tuple[Outcome | None, str]:
         raw = raw.strip("`").removeprefix("json").strip()
     if raw.startswith("{"):
         try:
-            obj = json.loads(raw)
+            obj = parse_json(raw)  # bounded: a deeply nested answer is unparseable, no crash
         except ValueError:
             obj = None
         if isinstance(obj, dict):

@@ -133,7 +133,12 @@ class NLIVerifier:
                 "pc_window": self.pc_window, "pc_state": self.pc_state,
                 "paraphrase": self.paraphrase is not None,
                 **({"paraphrase_int8": True}
-                   if getattr(self.paraphrase, "int8", False) else {})}
+                   if getattr(self.paraphrase, "int8", False) else {}),
+                **({"paraphrase_model": _paraphrase_key(self.paraphrase)}
+                   if self.paraphrase is not None else {}),
+                "meaning_claims": (self.meaning_claims if isinstance(self.meaning_claims, bool)
+                                   else sorted(self.meaning_claims)),
+                "runtime": _runtime_versions(getattr(be, "name", None))}
 
     def warmup(self) -> None:
         """Load what loads lazily (paraphrase weights, ONNX session) before timing starts."""
@@ -365,6 +370,25 @@ class NLIVerifier:
                             f"a_t contradicts {hyp!r} (m={m:+.2f}): not a confirmation")
         return Decision.abstain(f"margin below tau={self.tau:.2f}: m={m:+.2f} for {hyp!r}",
                                 abs(m))
+
+
+def _paraphrase_key(para: Any) -> str | None:
+    """The paraphrase encoder's weights, by content hash (None when it cannot be found)."""
+    try:
+        from sage_tod.nli.backend import model_fingerprint
+        from sage_tod.nli.paraphrase import default_model_path
+
+        return model_fingerprint(getattr(para, "model_path", None) or default_model_path())
+    except Exception:  # a missing optional encoder package: S2 then runs without it
+        return None
+
+
+def _runtime_versions(backend: str | None) -> dict[str, str | None]:
+    """The libraries S2's scores depend on: the tokenizer and the runtime that ran."""
+    from sage_tod.contracts.run_record import package_versions
+
+    runtime = ("torch",) if backend == "torch" else ("onnxruntime",)
+    return package_versions("tokenizers", *runtime)
 
 
 def _opt(options: dict[str, Any], key: str, env: str | None = None) -> Any:

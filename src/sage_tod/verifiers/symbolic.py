@@ -65,6 +65,13 @@ class SymbolicVerifier:
         self.pc_state = pc_state
         self.wnf_state = wnf_state
 
+    def fingerprint(self) -> dict[str, object]:
+        """Everything besides the turns that can change S1's answers: the states PC and
+        WNF read, and the clock-time rule's switch (`SAGE_TOD_S1_TIMES`), read now as
+        `_time_nowhere` reads it for every criterion."""
+        return {"pc_state": self.pc_state, "wnf_state": self.wnf_state,
+                "times": os.environ.get("SAGE_TOD_S1_TIMES", "1") != "0"}
+
     def accepts(self, criterion: Criterion) -> bool:
         return isinstance(criterion.args, UVArgs | IUVArgs | WNFArgs | PCArgs)
 

@@ -16,7 +16,6 @@ from the cache.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import Literal
 
 from sage_tod.compiler.context import TurnContext
 from sage_tod.contracts.criteria import FailureClass
+from sage_tod.contracts.safejson import parse_json
 from sage_tod.contracts.verdicts import Verdict
 from sage_tod.lab.baselines.context import DEFAULT_HISTORY, Mode, context_block, workflow_text
 from sage_tod.llm.client import ChatRequest, ChatResult, LLMClient
@@ -77,15 +77,23 @@ def parse_geval_score(text: str | None) -> float | None:
 
 
 def extract_json_object(text: str | None) -> dict[str, object] | None:
-    """The one JSON object in an answer (code fences and surrounding prose tolerated)."""
+    """The one JSON object in an answer (code fences and surrounding prose tolerated).
+
+    Read with the bounded reader: a model answer nested thousands deep (or holding
+    NaN, a huge number) is no object, so the judge abstains on that turn instead of
+    the run stopping.
+
+    >>> extract_json_object('{"a": ' * 5000 + '1' + '}' * 5000) is None
+    True
+    """
     if not text:
         return None
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end <= start:
         return None
     try:
-        obj = json.loads(text[start:end + 1])
-    except ValueError:
+        obj = parse_json(text[start:end + 1])
+    except ValueError:  # malformed, or outside the bounded reader's limits
         return None
     return obj if isinstance(obj, dict) else None
 
