@@ -120,7 +120,8 @@ class ToolSpec(BaseModel):
     confirmation: Literal["explicit", "none"] = "explicit"
     after: tuple[str, ...] = ()
     rules: tuple[ToolRule, ...] = ()
-    ground: dict[str, Literal["any", "user", "result", "free"]] = Field(default_factory=dict)
+    ground: dict[str, Literal["any", "user", "referred", "result", "free"]] = Field(
+        default_factory=dict)
 
     @property
     def is_commit(self) -> bool:

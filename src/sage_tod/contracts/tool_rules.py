@@ -16,7 +16,10 @@ Names a rule can use (docs/formats.md §1, *Tool rules*):
 - `results`: tool name -> its latest successful result before the call;
 - `reads`: tool name -> every successful result before the call, oldest first;
 - `calls`: every earlier successful call of the conversation, `{name, arguments}`;
-- `context`: the spec's `context` constants (e.g. the policy's current time).
+- `context`: the spec's `context` constants (e.g. the policy's current time);
+- `result`: what this call returned (the change as the backend made it);
+- `transcript`: the conversation up to the user's message before the call,
+  `{role: "user" | "agent", text}` oldest first (CEL's `matches` is RE2).
 A rule that cannot be evaluated (a field the log does not hold, a type error)
 is an abstention, never a guess.
 """
@@ -30,7 +33,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RULE_NAMES = frozenset({"args", "target", "results", "reads", "calls", "context"})
+RULE_NAMES = frozenset({"args", "target", "results", "reads", "calls", "context", "result",
+                        "transcript"})
 
 
 class ToolTarget(BaseModel):

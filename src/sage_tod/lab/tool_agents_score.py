@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.verdicts import iter_verdicts
 from sage_tod.lab.stats import N_BOOT, SEED, resample_indices
 from sage_tod.lab.tool_agents import iter_slice_turns
 
@@ -83,8 +84,7 @@ def load_scored(slices: Path, verdicts: Path) -> list[ScoredTurn]:
             if vf is None:
                 by_file[stem] = {}
                 continue
-            by_file[stem] = {f"{v['dialogue_id']}:{v['turn_id']}": v["verdict"]
-                             for v in _read_jsonl(vf)}
+            by_file[stem] = {v.key: v.verdict for v in iter_verdicts(vf)}
             if not by_file[stem]:
                 raise InputError(vf, "no verdicts")
         vs = by_file[stem]

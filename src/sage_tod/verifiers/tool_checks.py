@@ -127,8 +127,36 @@ _AFFIRM = re.compile(
 _REFUSE = re.compile(r"^\W*(no|nope|wait|hold on|not yet|don'?t)\b", re.IGNORECASE)
 
 
-_OPENING_YES = re.compile(r"^\W*(yes|yeah|yep|yup|sure|correct|absolutely|definitely|ok(?:ay)?)\b",
-                         re.IGNORECASE)
+_OPENING_YES = re.compile(
+    r"^\W*(yes|yeah|yep|yup|sure|correct|absolutely|definitely|ok(?:ay)?|oui|s[ií]|ja|sim)\b",
+    re.IGNORECASE)
+# an instruction that carries the action out ("Please cancel those two", "Use my Visa",
+# "Go ahead with the change"): consent when it answers the agent's read-back
+_CONSENT = re.compile(
+    r"\W*(?:(?:ok(?:ay)?|great|perfect|thanks?|thank you|alright|fine)\W+)?"
+    r"(?:(?:please|you can|you may|let'?s|i'?d like to|i want to|i'?ll)\W+)?"
+    r"(go ahead|proceed|cancel|book|use|charge|change|update|modify|add|upgrade|return|"
+    r"exchange|send|apply|make|do|process|confirm|go with)\b", re.IGNORECASE)
+# the agent reads an action back and asks for the go-ahead
+_READ_BACK = re.compile(r"\b(confirm|proceed|go ahead|would you like (?:me|us) to|shall i|"
+                        r"should i|do you want (?:me|us) to|is that correct|is this correct|"
+                        r"does (?:this|that|everything) look)\b", re.IGNORECASE)
+
+
+def _consents(text: str) -> re.Match[str] | None:
+    """An instruction that carries the action out, in a statement, not a question."""
+    if _REFUSE.search(text):
+        return None
+    pos = 0
+    for sent in re.split(r"(?<=[.!?])\s+", text):
+        start = text.find(sent, pos)
+        pos = start + len(sent)
+        if sent.rstrip().endswith("?"):
+            continue
+        m = _CONSENT.match(text, start)
+        if m is not None:
+            return m
+    return None
 
 
 def affirms(text: str) -> re.Match[str] | None:
@@ -204,16 +232,29 @@ def _records(v: Any) -> list[Mapping[str, Any]]:
     return [x for x in items if isinstance(x, dict)]
 
 
-def result_hits(view: ToolView, value: str) -> list[Hit]:
+_ID_LIKE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z_])[\w#-]{4,}$|^\d{5,}$")
+
+
+def is_id_like(value: str) -> bool:
+    """Codes and ids ("gift_card_7773485", "#W7043598", "HAT021", "9494281769"): a result
+    holding one holds that entity, whatever the field is called."""
+    return _ID_LIKE.match(value.strip()) is not None
+
+
+def result_hits(view: ToolView, value: str, name: str | None = None) -> list[Hit]:
+    """Leaves of earlier results equal to `value`. A value that is not an id (a number,
+    a date, a word) counts only under a field called like the argument (`name`): a 1 in
+    `available_seats` is no support for `total_baggages: 1`."""
     out: list[Hit] = []
+    loose = is_id_like(value) or name is None
     for p in view.prior:
         res = p.call.result
         if isinstance(res, str):
-            if _same(res, value):
+            if _same(res, value) and loose:
                 out.append(Hit(p, "", None, ()))
             continue
         for path, leaf, record, siblings in _walk(res, "", None, ()):
-            if _same(leaf, value):
+            if _same(leaf, value) and (loose or path.rsplit(".", 1)[-1] == name):
                 out.append(Hit(p, path, record if isinstance(record, dict) else None,
                                tuple(siblings)))
     return out
@@ -277,12 +318,13 @@ def _named_fields(view: ToolView, record: Mapping[str, Any], value: str,
 
 
 def _agent_named_then_yes(view: ToolView, texts: list[str]) -> bool:
-    """The agent named one of `texts` and a later user message agreed or named it."""
+    """The agent named one of `texts` and the user's next message agreed to it."""
     for a in view.agents:
         if any(mention_at(a.text, t) for t in texts if len(_norm(t).strip()) >= 3):
-            later = [u for u in view.users if (u.index if u.index is not None else 10**9)
-                     > (a.index if a.index is not None else -1)]
-            if any(affirms(u.text) for u in later):
+            after = a.index if a.index is not None else -1
+            nxt = next((u for u in view.users
+                        if (u.index if u.index is not None else 10**9) > after), None)
+            if nxt is not None and (affirms(nxt.text) or _consents(nxt.text)):
                 return True
     return False
 
@@ -332,13 +374,16 @@ def decide_tool_uv(a: UVArgs, ctx: TurnContext) -> Decision:
     said = _user_mention(view, value, ctx, a.slot if ctx.spec.slot(a.slot) else None)
     if said is not None and how != "result":
         return Decision(Outcome.FALSE, 1.0, f"the user said {said.text!r}", said)
+    if how == "referred":
+        return _referred(a, ctx, view, value)
     if how == "user":
         if _agent_named_then_yes(view, [value]):
             return Decision(Outcome.FALSE, 0.8, f"the agent proposed {value!r} and the user "
                             "agreed")
         return Decision(Outcome.TRUE, 0.8, f"{a.path} = {value!r} must come from the user, who "
                         "never said it")
-    hits = result_hits(view, value)
+    leaf_name = next((p for p in reversed(a.path.split(".")) if not p.isdigit()), a.path)
+    hits = result_hits(view, value, leaf_name)
     wrong: Hit | None = None
     for hit in hits:
         rec = hit.record
@@ -373,6 +418,11 @@ def decide_tool_uv(a: UVArgs, ctx: TurnContext) -> Decision:
     if _agent_named_then_yes(view, [value]):
         return Decision(Outcome.FALSE, 0.8, f"the agent proposed {value!r} and the user agreed")
     norm = _norm(value).strip()
+    slot = ctx.spec.slot(a.slot)
+    if slot is not None and slot.type != "free":
+        # a value of a closed set (a trip type, a cabin) the agent inferred: S1 cannot say
+        return Decision.abstain(f"{value!r} is not in the log as written; a {slot.type} value "
+                                "may be implied")
     if len(norm) >= 3 and not re.fullmatch(r"[\d.\s]+", norm) and how != "result":
         return Decision(Outcome.TRUE, 0.9, f"nothing in the log holds {value!r}: not the user's "
                         "words, not an earlier result")
@@ -381,6 +431,41 @@ def decide_tool_uv(a: UVArgs, ctx: TurnContext) -> Decision:
                         f"{value!r}")
     return Decision.abstain(f"{value!r} is not in the log as written (a computed or implied "
                             "value?)")
+
+
+def _referred(a: UVArgs, ctx: TurnContext, view: ToolView, value: str) -> Decision:
+    """`ground: referred`: the user must have chosen it — named it, named its record, or
+    agreed to the agent naming it. Being the only record, or in a result, is not a choice
+    (a payment method the policy makes the user pick)."""
+    for hit in result_hits(view, value):
+        if hit.record is None:
+            continue
+        named, _ = _named_fields(view, hit.record, value, hit.siblings)
+        if named is not None:
+            return Decision(Outcome.FALSE, 0.9, f"the user named this record "
+                            f"({named.text!r})", named)
+        texts = [t for k, t in _descriptive(hit.record) if not k.endswith("amount")]
+        texts += _id_words(value)
+        if _agent_named_then_yes(view, [value, *texts]):
+            return Decision(Outcome.FALSE, 0.8, "the agent named it and the user agreed",
+                            _result_span(hit))
+    if _agent_named_then_yes(view, [value, *_id_words(value)]):
+        return Decision(Outcome.FALSE, 0.8, f"the agent proposed {value!r} and the user agreed")
+    for u in reversed(view.users):
+        for w in _id_words(value):
+            at = mention_at(u.text, w)
+            if at is not None:
+                return Decision(Outcome.FALSE, 0.8, f"the user named its kind ({w!r})",
+                                Span(source=u.source, index=u.index, start=at[0],
+                                     end=at[1], text=u.text[at[0]:at[1]]))
+    return Decision(Outcome.TRUE, 0.8, f"{a.path} = {value!r}: the user never chose it (not "
+                    "named, not agreed to when the agent named it)")
+
+
+def _id_words(value: str) -> list[str]:
+    """The words of an id that say what it is: "gift_card_5634230" -> ["gift card"]."""
+    words = " ".join(w for w in re.split(r"[_\W\d]+", value) if len(w) >= 3)
+    return [words] if len(words) >= 4 and words.lower() != value.lower() else []
 
 
 def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
@@ -456,8 +541,22 @@ def rule_bindings(ctx: TurnContext, site: CallSite, view: ToolView
         "context": dict(ctx.spec.context),
         "target": None if target is None else target.call.result,
         "reads": every,
+        "result": site.call.result,
+        "transcript": transcript(ctx),
     }
     return bindings, target
+
+
+def transcript(ctx: TurnContext) -> list[dict[str, str]]:
+    """The conversation up to this turn's user message: `{role, text}`, oldest first."""
+    out: list[dict[str, str]] = []
+    for h in ctx.turn.history or ():
+        if h.user:
+            out.append({"role": "user", "text": h.user})
+        if h.agent:
+            out.append({"role": "agent", "text": h.agent})
+    out.append({"role": "user", "text": ctx.turn.user})
+    return out
 
 
 def _confirmation(ctx: TurnContext, site: CallSite) -> Decision:
@@ -465,12 +564,19 @@ def _confirmation(ctx: TurnContext, site: CallSite) -> Decision:
     hist = ctx.turn.history or ()
     asked = hist[-1].agent if hist else ""
     yes = affirms(user)
+    read_back = _READ_BACK.search(asked) is not None
     if yes is not None:
         span = Span(source="user", start=yes.start(), end=yes.end(), text=yes.group(0))
-        if "?" in asked or re.search(r"\b(confirm|proceed|go ahead)\b", asked, re.I):
+        if "?" in asked or read_back:
             return Decision(Outcome.FALSE, 1.0, "the user said yes to the agent's question "
                             "just before the call", span)
         return Decision(Outcome.FALSE, 0.7, "the user said yes just before the call", span)
+    if read_back:
+        m = _consents(user)
+        if m is not None:
+            span = Span(source="user", start=m.start(1), end=m.end(1), text=m.group(1))
+            return Decision(Outcome.FALSE, 0.8, "the user told the agent to carry out the "
+                            "action it had read back", span)
     text = user[:200]
     return Decision(Outcome.TRUE, 0.85, f"no explicit yes from the user before {site.call.name}",
                     Span(source="user", start=0, end=len(text), text=text))
