@@ -16,7 +16,12 @@ from sage_tod.compiler.context import TurnContext
 from sage_tod.compiler.detect import detect_confirmation, detect_requests
 from sage_tod.compiler.extract import extract_user_values
 from sage_tod.compiler.kinds import BUILTIN_CRITERIA, CriterionKind, resolve_kinds
-from sage_tod.compiler.tool_calls import compile_tool_pc, compile_tool_uv, is_tool_turn
+from sage_tod.compiler.tool_calls import (
+    compile_tool_iuv,
+    compile_tool_pc,
+    compile_tool_uv,
+    is_tool_turn,
+)
 from sage_tod.contracts.criteria import (
     Criterion,
     FailureClass,
@@ -156,7 +161,9 @@ def _dropped(ctx: TurnContext) -> list[Criterion]:
 
 def _iuv_and_dropped(ctx: TurnContext) -> list[Criterion]:
     if is_tool_turn(ctx):
-        return []  # a tool agent's state lags the user by design: checked at the commit
+        # a tool agent's state lags the user by design: what the user asked for is
+        # checked at the commit, not on the turn that reads it back
+        return compile_tool_iuv(ctx)
     return [*_iuv(ctx), *_dropped(ctx)]
 
 
@@ -211,6 +218,9 @@ def _fmt_set(items: Sequence[str]) -> str:
 def _repair_iuv(c: Criterion, ctx: TurnContext) -> str:
     a = c.args
     assert isinstance(a, IUVArgs)
+    if a.tool is not None:
+        return (f"call {a.tool} with {a.slot} = {a.value!r}, the value the user asked for "
+                f"(not {a.state_after.get(a.slot)!r})")
     if a.source == "dropped":
         return f"keep value {a.value!r} in slot {a.slot}: u_t does not take it back"
     where = f" (span [{c.evidence.start},{c.evidence.end}] of u_t)" if c.evidence else ""

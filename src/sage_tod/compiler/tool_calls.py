@@ -9,6 +9,9 @@ that declares it (one conversation can cancel one order and return another):
 - UV, one per argument leaf (lists and nested records element by element):
   does the value come from the user, or from a tool result about the entity
   the user referred to?
+- IUV, deferred to the commit: a closed-set value the user asked for (a cabin,
+  an airport, a trip type) in their latest message about that slot, which the
+  call does not carry ("most recent statement wins": a change of mind counts);
 - PC, one per precondition: the user's explicit yes just before the call, the
   reads that must come first (`after`), and the spec's CEL rules over the
   arguments and earlier results (`rules`).
@@ -24,9 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
-from sage_tod.contracts.criteria import Criterion, FailureClass, PCArgs, UVArgs
+from sage_tod.compiler.extract import EXACT, Extraction, extract_user_values
+from sage_tod.contracts.criteria import Criterion, FailureClass, IUVArgs, PCArgs, Span, UVArgs
 from sage_tod.contracts.spec import ToolSpec, Workflow
-from sage_tod.contracts.turns import ToolCall
+from sage_tod.contracts.turns import ToolCall, Turn
 
 
 def is_tool_turn(ctx: TurnContext) -> bool:
@@ -151,5 +155,69 @@ def compile_tool_pc(ctx: TurnContext) -> list[Criterion]:
                             outcome=cond, tool=name, call=i, rule=rule.id),
                 question=(f"Does the policy rule {rule.id!r} hold for this {name} call"
                           f"{': ' + rule.message if rule.message else ''}?"),
+            ))
+    return out
+
+
+@dataclass(frozen=True)
+class Statement:
+    """The values the user's latest message about a slot states for it."""
+
+    values: tuple[Extraction, ...]
+    source: str  # "user" | "history.user"
+    index: int | None
+
+
+def latest_statement(ctx: TurnContext, wf: Workflow, slot: str) -> Statement | None:
+    """The newest user message that states a value for `slot` alone (an extraction whose
+    only candidate is the slot: "from Denver to Seattle" states no origin by itself)."""
+    hist = ctx.turn.history or ()
+    texts: list[tuple[str, int | None, str, tuple[Any, ...]]] = [
+        ("user", None, ctx.turn.user, hist)]
+    texts += [("history.user", i, hist[i].user, hist[:i]) for i in range(len(hist) - 1, -1, -1)
+              if hist[i].user]
+    for source, index, text, before in texts:
+        probe = Turn(dialogue_id=ctx.turn.dialogue_id, turn_id=ctx.turn.turn_id, workflow=wf.id,
+                     user=text, agent="", state_before={}, state_after={}, history=before)
+        found = tuple(e for e in extract_user_values(probe, wf, ctx.spec)
+                      if e.candidates == (slot,))
+        if found:
+            return Statement(found, source, index)
+    return None
+
+
+def compile_tool_iuv(ctx: TurnContext) -> list[Criterion]:
+    out: list[Criterion] = []
+    for site in commit_sites(ctx):
+        by_slot: dict[str, list[str]] = {}
+        for path, value in leaves(site.call.arguments):
+            slot = mapped_slot(site.tool, path)
+            if slot is not None:
+                by_slot.setdefault(slot, []).append(leaf_text(value))
+        for slot, values in by_slot.items():
+            spec = ctx.spec.slot(slot, site.workflow)
+            if spec is None or spec.type != "categorical":
+                continue
+            st = latest_statement(ctx, site.workflow, slot)
+            if st is None:
+                continue
+            held = {spec.normalize(v) for v in values}
+            if any(spec.normalize(r) in held for e in st.values for r in e.readings):
+                continue  # the call carries what the user said last
+            ex = st.values[-1]
+            text = ctx.turn.user if st.index is None else (ctx.turn.history or ())[st.index].user
+            span = None if ex.start is None or ex.end is None else Span(
+                source=st.source, index=st.index, start=ex.start, end=ex.end,
+                text=text[ex.start:ex.end])
+            out.append(Criterion(
+                id=f"IUV:call{site.index}:{slot}", failure_class=FailureClass.IUV,
+                args=IUVArgs(slot=slot, candidates=(slot,), value=ex.value,
+                             readings=tuple(ex.readings), confidence=round(ex.confidence, 4),
+                             source=f"tool_call:{ex.source}",
+                             state_after={slot: ", ".join(values)},
+                             tool=site.call.name, call=site.index),
+                question=(f"The user last asked for {ex.value!r} ({slot}); does "
+                          f"{site.call.name} commit {', '.join(values)!r} instead?"),
+                evidence=span, nlu=ex.confidence < EXACT, open_class=ex.confidence < EXACT,
             ))
     return out

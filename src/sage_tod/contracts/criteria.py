@@ -133,8 +133,9 @@ class UVArgs(_ToolCallFields):
     path: str | None = None
 
 
-class IUVArgs(CriterionArgs):
-    """IUV: a value the user supplied, the slots it may fill, and how sure extraction is."""
+class IUVArgs(_ToolCallFields):
+    """IUV: a value the user supplied, the slots it may fill, and how sure extraction is
+    (for a tool call: a value the user asked for that the call does not carry)."""
 
     failure_class: ClassVar[str] = FailureClass.IUV
     slot: str

@@ -35,7 +35,7 @@ from sage_tod.text.numbers import read_number
 from sage_tod.text.times import find_times, has_unread_clock, normalize_time
 from sage_tod.verifiers.base import Item
 from sage_tod.verifiers.roles import Role, other_domain, other_role
-from sage_tod.verifiers.tool_checks import decide_tool_pc, decide_tool_uv
+from sage_tod.verifiers.tool_checks import decide_tool_iuv, decide_tool_pc, decide_tool_uv
 
 PcState = Literal["after", "before"]
 # "No, thank you. What's the address?" declines the agent's offer to book, not the place
@@ -80,7 +80,9 @@ class SymbolicVerifier:
 
     def _decide_one(self, c: Criterion, ctx: TurnContext) -> Decision:
         a = c.args
-        if isinstance(a, UVArgs | PCArgs) and a.tool is not None:
+        if isinstance(a, UVArgs | PCArgs | IUVArgs) and a.tool is not None:
+            if isinstance(a, IUVArgs):
+                return decide_tool_iuv(a)
             return decide_tool_uv(a, ctx) if isinstance(a, UVArgs) else decide_tool_pc(a, ctx)
         if isinstance(a, UVArgs):
             return _uv(a, ctx)

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
+from sage_tod.compiler.extract import EXACT
 from sage_tod.compiler.tool_calls import CallSite, commit_sites, leaf_text
-from sage_tod.contracts.criteria import Decision, Outcome, PCArgs, Span, UVArgs
+from sage_tod.contracts.criteria import Decision, IUVArgs, Outcome, PCArgs, Span, UVArgs
 from sage_tod.contracts.tool_rules import evaluate_rule
 from sage_tod.contracts.turns import ToolCall
 from sage_tod.text.match import find_value
@@ -466,6 +467,16 @@ def _id_words(value: str) -> list[str]:
     """The words of an id that say what it is: "gift_card_5634230" -> ["gift card"]."""
     words = " ".join(w for w in re.split(r"[_\W\d]+", value) if len(w) >= 3)
     return [words] if len(words) >= 4 and words.lower() != value.lower() else []
+
+
+def decide_tool_iuv(a: IUVArgs) -> Decision:
+    """The user's last word on a closed-set slot is not in the call: exact readings
+    decide it (the compiler raises the criterion only when the call lacks the value)."""
+    if a.confidence < EXACT:
+        return Decision.abstain(f"the reading of {a.value!r} is not certain "
+                                f"({a.confidence:.2f})")
+    return Decision(Outcome.TRUE, a.confidence, f"the user last asked for {a.value!r} for "
+                    f"{a.slot}; {a.tool} commits {a.state_after.get(a.slot)!r}")
 
 
 def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
