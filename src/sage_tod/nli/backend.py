@@ -360,20 +360,30 @@ class OnnxBackend(_Base):
         t0 = time.perf_counter()
         import onnxruntime as ort
 
-        from sage_tod.nli.graph import GRAPH_FILE, has_graph, load_session
-        from sage_tod.nli.onnx import onnx_path_for
+        from sage_tod.nli.graph import GRAPH_FILE, GraphError, has_graph, load_session
+        from sage_tod.nli.onnx import ExportError, onnx_path_for
 
         super().__init__(model, max_length, threads)
         self.name = "onnx-int8" if int8 else "onnx"
         so = ort_session_options(threads)
+        shipped_error: GraphError | None = None
         if not int8 and has_graph(model) and not (Path(model) / "model.onnx").is_file():
-            # the packaged model: no torch, no export (a GraphError falls back in `auto`)
-            self.session = load_session(model, so)
-            self._inputs = {i.name for i in self.session.get_inputs()}
-            self.onnx_path = Path(model) / GRAPH_FILE
-            self.load_seconds = time.perf_counter() - t0
-            return
-        path = onnx_path_for(model, self.model_key, int8=int8)
+            # the packaged model: no torch, no export
+            try:
+                self.session = load_session(model, so)
+                self._inputs = {i.name for i in self.session.get_inputs()}
+                self.onnx_path = Path(model) / GRAPH_FILE
+                self.load_seconds = time.perf_counter() - t0
+                return
+            except GraphError as exc:  # e.g. weights changed since the graph was built
+                shipped_error = exc
+                so = ort_session_options(threads)  # the failed load used these options
+        try:
+            path = onnx_path_for(model, self.model_key, int8=int8)
+        except ExportError as exc:
+            if shipped_error is None:
+                raise
+            raise ExportError(f"{shipped_error}; and {exc}") from None
         try:
             self.session = ort.InferenceSession(str(path), so,
                                                 providers=["CPUExecutionProvider"])

@@ -193,5 +193,7 @@ def materialize(model_dir: str | Path, out: Path) -> Path:
             init.CopyFrom(full)
             init.data_location = TensorProto.DEFAULT
     out.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(out))
+    tmp = out.with_name(out.name + ".tmp")
+    onnx.save(model, str(tmp))
+    tmp.replace(out)  # never half a graph under the final name
     return out

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.locations import data_home
-from sage_tod.nli.graph import has_graph, materialize
+from sage_tod.nli.graph import GraphError, has_graph, materialize
 
 EXPORT_HINT = "pip install 'sage-tod[export]' (torch, transformers, onnx)"
 
@@ -43,10 +43,12 @@ def onnx_path_for(model: str, model_key: str, *, int8: bool = False) -> Path:
         return shipped
     fp32 = onnx_dir(model_key) / "model.onnx"
     if not fp32.is_file():
-        if has_graph(model):
-            _write_atomically(fp32, lambda tmp: materialize(model, Path(tmp)),
-                              f"full graph of {model}")
-        else:
+        try:
+            if not has_graph(model):
+                raise GraphError("no shipped graph")
+            materialize(model, fp32)
+        except GraphError:  # none, or one its weights no longer fit: export anew
+            fp32.unlink(missing_ok=True)
             export_onnx(model, fp32)
     if not int8:
         return fp32
