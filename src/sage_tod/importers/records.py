@@ -165,3 +165,15 @@ def dedupe(items: Iterable[str]) -> list[str]:
     for it in items:
         seen.setdefault(it, None)
     return list(seen)
+
+
+def check_roles(raw: Any, path: str | Path, line: int | None, loc: str) -> None:
+    """A message's `role` must be text before the chat reader looks it up (a list or an
+    object there would be an unhashable key, not a located error)."""
+    if not isinstance(raw, list):
+        return  # the chat reader reports it
+    for i, m in enumerate(raw):
+        if isinstance(m, dict) and "role" in m and not isinstance(m["role"], str):
+            raise InputError(path, f"role must be a string, got {type(m['role']).__name__}",
+                             line=line, field=f"{loc}[{i}].role")
+

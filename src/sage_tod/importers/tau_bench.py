@@ -28,6 +28,7 @@ from sage_tod.importers.chat import add_conversation, parse_messages
 from sage_tod.importers.records import (
     STREAM_BYTES,
     Record,
+    check_roles,
     iter_records,
     read_document,
     stream_records,
@@ -83,6 +84,7 @@ def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
         if "task_id" not in obj:
             raise InputError(path, "missing field 'task_id'", line=rec.line,
                              field=rec.field("task_id"))
+        check_roles(obj[key], path, rec.line, rec.field(key))
         msgs = parse_messages(obj[key], path, rec.line, rec.field(key))
         task, trial = obj["task_id"], obj.get("trial")
         did = f"task{task}" + (f"-trial{trial}" if trial is not None else "")
