@@ -7,10 +7,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from sage_tod import demo
 from sage_tod.cli.app import app
+from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.turns import read_gold_labels
 from sage_tod.contracts.verdicts import read_verdicts
 from sage_tod.lab.bench import compute_results, run_one, slice_infos, verdict_path
@@ -45,7 +47,8 @@ def test_bench_run_results_and_report_are_reproducible(tmp_path: Path) -> None:
     run_one(info, "s1", out)
     assert [v.key for v in read_verdicts(p)] == [
         json.loads(x)["dialogue_id"] + ":" + str(json.loads(x)["turn_id"])
-        for x in full.decode().splitlines()]
+        for x in full.decode().splitlines()[1:]]  # after the run header
+    assert p.read_bytes().splitlines()[0] == full.splitlines()[0]  # the header is kept
     res = compute_results(out, sdir)
     m = res["slices"]["mw-mixed"]["configs"]["s1"]
     expected = score(read_gold_labels(info.turns), read_verdicts(p))
@@ -67,3 +70,29 @@ def test_bench_run_results_and_report_are_reproducible(tmp_path: Path) -> None:
 def test_bench_report_without_runs(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["bench", "report", "--out", str(tmp_path)])
     assert r.exit_code == 2 and "no runs" in r.output
+
+
+def test_bench_runs_have_a_header_and_refuse_to_mix_runs(tmp_path: Path) -> None:
+    """A bench file is written like an `evaluate` file: run header, lock, resume checks."""
+    from sage_tod.contracts.verdicts import read_header
+    from sage_tod.outputs.files import LineFile
+
+    sdir = _slices(tmp_path)
+    out = tmp_path / "bench"
+    info = slice_infos(sdir)["mw-mixed"]
+    p = run_one(info, "s1", out)
+    head = read_header(p)
+    assert head is not None and head.config == "s1" and head.inputs["slice"] == "mw-mixed"
+    lines = p.read_text().splitlines(keepends=True)
+    p.write_text("".join(lines[:10]))
+    with pytest.raises(InputError, match=r"different run.*pc_state"):
+        run_one(info, "s1", out, options={"pc_state": "before"})
+    assert p.read_text() == "".join(lines[:10])
+    with LineFile(p, fresh=False), pytest.raises(InputError, match="another sage-tod run"):
+        run_one(info, "s1", out)
+    before = [v.model_copy(update={"latency_ms": 0}) for v in read_verdicts(p)]
+    run_one(info, "s1", out)
+    after = [v.model_copy(update={"latency_ms": 0}) for v in read_verdicts(p)]
+    assert p.read_text().splitlines()[:10] == "".join(lines[:10]).splitlines()
+    assert len(after) == len(lines) - 1 and after[:9] == before
+

@@ -171,3 +171,36 @@ workflows:
     # the first 'booked' came after a failed call: nothing recorded, a premature confirmation
     assert first.verdict == "failure" and "PC" in first.classes
     assert "PC" not in second.classes
+
+
+LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
+AIRLINE = Path(__file__).resolve().parents[1] / "examples" / "tau-bench-airline" / "spec.yaml"
+
+
+@pytest.mark.parametrize("name", ["tau2-bench-airline-simulation.json",
+                                  "tau-bench-gpt-4o-airline.json"])
+@pytest.mark.parametrize("config", ["s1", "core"])
+def test_a_tool_agent_log_gives_the_cli_verdicts(tmp_path, name, config):
+    """The τ² airline log (tool results, an error flag, ###STOP###) as DeepEval test cases:
+    the metric's verdicts are the CLI's (`evaluate --format tau-bench`)."""
+    from typer.testing import CliRunner
+
+    from sage_tod import read_verdicts
+    from sage_tod.cli.app import app
+    from sage_tod.importers import import_file
+
+    out = tmp_path / "cli.jsonl"
+    r = CliRunner().invoke(app, ["evaluate", "--spec", str(AIRLINE), "--turns",
+                                 str(LOGS / name), "--format", "tau-bench", "--out", str(out),
+                                 "--config", config, "-q"])
+    assert r.exit_code == 0, r.output
+    want = [v.model_copy(update={"latency_ms": 0.0}) for v in read_verdicts(out)]
+    spec = load_spec(AIRLINE)
+    records = import_file("tau-bench", LOGS / name, spec).records(spec).records
+    metric = SageTodMetric(spec, config=config)
+    got = []
+    for case in to_test_cases(records):
+        assert any(t.tools_called for t in case.turns)
+        metric.measure(case)
+        got += [v.model_copy(update={"latency_ms": 0.0}) for v in metric.verdicts]
+    assert got == want

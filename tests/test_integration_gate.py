@@ -138,7 +138,7 @@ def test_long_lists_say_how_many_more(demo_run):
 
 
 def test_ids_with_pipes_backticks_newlines_and_markup_stay_inside_their_code_span(demo_run):
-    _, vs, records = demo_run
+    _, vs, _ = demo_run
     v = next(v for v in vs if v.verdict == "failure")
     nasty = v.model_copy(update={"dialogue_id": "a|b`c``d\n# <b>e</b> [x](y)",
                                  "workflow": "wf|`**x**`"})
@@ -194,7 +194,8 @@ def test_cli_exit_codes_summary_file_step_summary_and_outputs(demo_run, tmp_path
     (["missing.jsonl"], "file not found"),
     (["{v}", "--max-class", "PC"], "expected CLASS=N"),
     (["{v}", "--max-class", "Z-Z=1"], "unknown class 'Z-Z'"),
-    (["{v}", "--max-class", "XYZ=0"], "unknown class 'XYZ' in 'XYZ=0'; known classes: IUV, WNF, PC, UV"),
+    (["{v}", "--max-class", "XYZ=0"],
+     "unknown class 'XYZ' in 'XYZ=0'; known classes: IUV, WNF, PC, UV"),
     (["{v}", "--min-f1", "2"], "between 0 and 1"),
     (["{bad}"], ":2:"),
 ])

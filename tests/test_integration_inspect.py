@@ -188,3 +188,82 @@ workflows:
     turns = got.metadata["sage_tod"]["turns"]
     want = list(Evaluator(load_spec(spec), "s1").evaluate(recs))
     assert [t["verdict"] for t in turns] == [v.verdict for v in want]
+
+
+LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
+AIRLINE = Path(__file__).resolve().parents[1] / "examples" / "tau-bench-airline" / "spec.yaml"
+
+
+def _inspect_messages(raw):
+    """τ²-bench messages as Inspect holds them (tool results as ChatMessageTool)."""
+    from inspect_ai.tool import ToolCallError
+
+    out = []
+    for m in raw:
+        text = m.get("content") or ""
+        if m["role"] == "user":
+            out.append(ChatMessageUser(content=text))
+        elif m["role"] == "tool":
+            out.append(ChatMessageTool(content=text, tool_call_id=m["id"],
+                                       error=ToolCallError("unknown", text)
+                                       if m.get("error") else None))
+        else:
+            calls = [ToolCall(id=c["id"], function=c["name"], arguments=c["arguments"])
+                     for c in m.get("tool_calls") or []]
+            out.append(ChatMessageAssistant(content=text, tool_calls=calls or None))
+    return out
+
+
+@pytest.mark.parametrize("config", ["s1", "core"])
+def test_a_tau2_log_scores_as_the_cli_judges_it(tmp_path, config):
+    """No workflow in the metadata, tool results, a closing ###STOP###: the scorer's
+    per-turn verdicts are the CLI's, and none of the samples is left unscored."""
+    from typer.testing import CliRunner
+
+    from sage_tod import read_verdicts
+    from sage_tod.cli.app import app
+
+    log = LOGS / "tau2-bench-airline-simulation.json"
+    out = tmp_path / "cli.jsonl"
+    r = CliRunner().invoke(app, ["evaluate", "--spec", str(AIRLINE), "--turns", str(log),
+                                 "--format", "tau-bench", "--out", str(out), "--config",
+                                 config, "-q"])
+    assert r.exit_code == 0, r.output
+    want = read_verdicts(out)
+    sim = json.loads(log.read_text())["simulations"][0]
+    score_fn = workflow_scorer(str(AIRLINE), config=config)
+    got = asyncio.run(score_fn(_state(_inspect_messages(sim["messages"]), {},
+                                      f"task{sim['task_id']}-trial{sim['trial']}"),
+                               Target("")))
+    assert got.value is not None and "error" not in got.metadata["sage_tod"]
+    turns = got.metadata["sage_tod"]["turns"]
+    assert [t["verdict"] for t in turns] == [v.verdict for v in want]
+    assert [t["key"] for t in turns] == [v.key for v in want]
+    share = sum(v.verdict == "acceptable" for v in want) / len(want)
+    assert got.value == pytest.approx(share)
+
+
+def test_a_closing_user_message_is_a_turn_as_in_the_cli(spec_path):
+    msgs = [ChatMessageUser(content="Somewhere north please."),
+            ChatMessageAssistant(content="North it is.", metadata={"state": {"area": "north"}}),
+            ChatMessageUser(content="And cheap.")]
+    got = asyncio.run(workflow_scorer(str(spec_path), config="s1", workflow="rest")(
+        _state(msgs, {}), Target("")))
+    assert len(got.metadata["sage_tod"]["turns"]) == 2
+
+
+def test_a_missing_workflow_fails_the_scorer_instead_of_leaving_samples_unscored(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("""
+workflows:
+  - id: a
+    slots: [{name: x, description: x}]
+  - id: b
+    slots: [{name: y, description: y}]
+""", encoding="utf-8")
+    from sage_tod.integrations.conversation import NoWorkflow
+
+    msgs = [ChatMessageUser(content="hi"),
+            ChatMessageAssistant(content="hello", metadata={"state": {}})]
+    with pytest.raises(NoWorkflow, match="no workflow"):
+        asyncio.run(workflow_scorer(str(spec), config="s1")(_state(msgs, {}), Target("")))

@@ -101,3 +101,60 @@ def test_missing_pyarrow_is_one_clear_error(tmp_path: Path,
     with pytest.raises(InputError) as exc:
         load_turns(path, load_spec(demo.spec_path()))
     assert "pip install 'sage-tod[parquet]'" in str(exc.value)
+
+
+def test_parquet_verdicts_carry_the_run_header(tmp_path: Path) -> None:
+    from sage_tod.cli.app import app
+    from sage_tod.contracts.verdicts import read_header
+
+    out = tmp_path / "v.parquet"
+    r = CliRunner().invoke(app, ["evaluate", "--spec", str(demo.spec_path()), "--turns",
+                                 str(demo.turns_path()), "--out", str(out), "-c", "s1", "-q"])
+    assert r.exit_code == 0, r.output
+    head = read_header(out)
+    assert head is not None and head.config == "s1" and head.stages == ["S1"]
+    assert head.inputs["turns_sha256"] and head.fingerprints["S1"]["times"] is True
+    first = json.loads(pq.read_table(out).column("json")[0].as_py())
+    assert "config" not in first and "stages" not in first  # stated once, in the header
+    assert all(v.config == "s1" and v.stages == ["S1"] for v in read_verdicts(out))
+
+
+@pytest.mark.parametrize("keep", [0.2, 0.5, 0.9, 0.999])
+def test_a_parquet_file_cut_short_is_one_located_error(tmp_path: Path, keep: float) -> None:
+    """A copy interrupted mid-way (turns or verdicts): one InputError, never a traceback."""
+    from sage_tod.cli.app import app
+
+    turns_pq = tmp_path / "turns.parquet"
+    write_turns_parquet(_demo_objs() * 40, turns_pq)
+    verdicts_pq = tmp_path / "v.parquet"
+    with VerdictParquetWriter(verdicts_pq) as w:
+        for v in read_verdicts(demo_verdicts(tmp_path)):
+            w.write(v)
+    for full in (turns_pq, verdicts_pq):
+        data = full.read_bytes()
+        cut = tmp_path / f"cut-{full.name}"
+        cut.write_bytes(data[: int(len(data) * keep)])
+        if full is turns_pq:
+            with pytest.raises(InputError, match="not a readable Parquet file"):
+                load_turns(cut, load_spec(demo.spec_path()))
+            r = CliRunner().invoke(app, ["evaluate", "--spec", str(demo.spec_path()),
+                                         "--turns", str(cut), "--out",
+                                         str(tmp_path / "o.jsonl"), "-c", "s1", "-q",
+                                         "--overwrite"])
+        else:
+            with pytest.raises(InputError, match="not a readable Parquet file"):
+                read_verdicts(cut)
+            r = CliRunner().invoke(app, ["explain", str(cut)])
+        assert r.exit_code == 2 and "not a readable Parquet file" in r.output, r.output
+        assert "Traceback" not in r.output
+
+
+def demo_verdicts(tmp: Path) -> Path:
+    from sage_tod.cli.app import app
+
+    out = tmp / "demo.jsonl"
+    r = CliRunner().invoke(app, ["evaluate", "--spec", str(demo.spec_path()), "--turns",
+                                 str(demo.turns_path()), "--out", str(out), "-c", "s1", "-q",
+                                 "--overwrite"])
+    assert r.exit_code == 0, r.output
+    return out

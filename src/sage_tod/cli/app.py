@@ -35,15 +35,16 @@ from sage_tod.cli.tool_specs import specs_from_tools
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import load_spec
 from sage_tod.contracts.turns import load_turns, read_gold_labels
-from sage_tod.contracts.verdicts import Verdict, iter_verdicts, read_verdicts, write_verdict
+from sage_tod.contracts.verdicts import Verdict, iter_verdicts, read_verdicts
 from sage_tod.evaluation.configs import config_names, get_config
 from sage_tod.evaluation.evaluator import DEFAULT_BATCH_TURNS, Evaluator
 from sage_tod.integrations.gate_cli import gate as gate_cmd
 from sage_tod.outputs.console import err, out
-from sage_tod.outputs.files import check_target, open_lines, write_atomic
+from sage_tod.outputs.files import check_target, write_atomic
 from sage_tod.outputs.render import Summary, score_table, summary_table, verdict_table
 from sage_tod.outputs.render import explain as render_explain
 from sage_tod.outputs.scoring import score as score_fn
+from sage_tod.outputs.sink import VerdictSink, file_sha256
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="State-grounded, abstention-aware evaluation of task-oriented dialogue "
@@ -337,10 +338,17 @@ def demo(
     ev = _guard(lambda: Evaluator(bundle, config, options=_stage_options(nli_model, tau)))
     _note_missing(ev)
     vs = list(ev.evaluate(tf.records))
-    if out_path is not None:
-        with _guard(lambda: open_lines(out_path, overwrite=overwrite)) as lines:
+    if out_path is not None:  # the one writer: run header, lock, overwrite refusal
+        from sage_tod.evaluation.run import RunSettings, run_header
+
+        settings = RunSettings(config=config, options=_stage_options(nli_model, tau))
+        head = run_header(ev, settings, {"spec_sha256": file_sha256(spec_p),
+                                         "turns_sha256": file_sha256(turns_p),
+                                         "format": None, "route": "oracle"})
+        with _guard(lambda: VerdictSink(out_path, head, resume=False,
+                                        overwrite=overwrite)) as sink:
             for v in vs:
-                lines.write(write_verdict, v)
+                sink.write(v)
     gold: dict[str, str] = {r.turn.key: (r.gold.failure_class or r.gold.label)
                             for r in tf.records if r.gold}
     out.print(f"[bold]sage-tod demo[/]: {len(tf.records)} turns from {turns_p.name}, "

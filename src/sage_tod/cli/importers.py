@@ -56,11 +56,19 @@ def report(res: ImportResult) -> None:
     for name, n in sorted(res.ignored_tools.items()):
         err.print(f"  ignored tool {name!r} ({n} call(s)): not in the spec's tools mapping",
                   highlight=False, markup=False)
-    for name in res.unused_tools:
-        close = difflib.get_close_matches(name, list(res.ignored_tools), n=1)
-        err.print(f"  [yellow]warning:[/] spec tool {name!r} is called nowhere in this log"
-                  + (f"; the log calls the unmapped tool {close[0]!r} (a misspelling in "
-                     "the spec's tools?)" if close else ""), highlight=False)
+    unused = list(res.unused_tools)
+    for name in res.unused_tools:  # a spec tool no call used, next to a called tool it
+        close = difflib.get_close_matches(name, list(res.ignored_tools), n=1, cutoff=0.8)
+        if close:                  # does not map: a misspelling re-routes silently
+            unused.remove(name)
+            err.print(f"  [yellow]warning:[/] spec tool {name!r} is called nowhere in this "
+                      f"log; the log calls the unmapped tool {close[0]!r} (a misspelling "
+                      "in the spec's tools?)", highlight=False)
+    if unused:
+        shown = ", ".join(repr(u) for u in unused[:_MAX_LISTED])
+        err.print(f"  note: {len(unused)} spec tool(s) no call in this log used: {shown}"
+                  + (" ..." if len(unused) > _MAX_LISTED else ""), highlight=False,
+                  markup=False)
     for name, n in sorted(res.ignored_slots.items()):
         err.print(f"  ignored slot {name!r} ({n} value(s)): not a slot of the workflow",
                   highlight=False, markup=False)

@@ -102,9 +102,12 @@ class ImportResult:
         meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         rec = str(meta.get("record") or "")
         line = int(rec[5:]) if rec.startswith("line ") and rec[5:].isdigit() else None
-        where = (f"{rec}, " if rec and line is None else "") + (
-            f"dialogue {t.get('dialogue_id')!s} turn {t.get('turn_id')!s} (imported turn {n})")
-        return {"path": p.path, "message": f"{where}: {p.message}", "line": line,
+        turn = (f"dialogue {t.get('dialogue_id')!s} turn {t.get('turn_id')!s} "
+                f"(imported turn {n})")
+        if line is None:  # a JSON document: the record and turn take the line's place
+            where = f"{p.path}: {rec + ', ' if rec else ''}{turn}"
+            return {"path": where, "message": p.message, "line": None, "field": p.field}
+        return {"path": p.path, "message": f"{turn}: {p.message}", "line": line,
                 "field": p.field}
 
     def summary(self) -> str:

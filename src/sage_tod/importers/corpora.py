@@ -134,6 +134,8 @@ def _safe(it: Iterator[TurnDict], path: Path, did: str) -> Iterator[TurnDict]:
     """The loader's turns; a field it needs and does not find becomes an InputError."""
     try:
         yield from it
-    except (KeyError, TypeError, IndexError, ValueError) as exc:
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
+        # (AttributeError: a field that should be an object is a number, found by the
+        # importer property tests)
         raise InputError(path, f"dialogue {did}: not in the corpus format ({type(exc).__name__}"
                          f": {exc})") from None

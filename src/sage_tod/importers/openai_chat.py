@@ -18,7 +18,7 @@ from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle
 from sage_tod.importers.base import ImportResult
 from sage_tod.importers.chat import add_conversation, parse_messages
-from sage_tod.importers.records import iter_records, read_document
+from sage_tod.importers.records import check_roles, iter_records, read_document
 
 _ID_KEYS = ("id", "conversation_id", "dialogue_id")
 
@@ -42,6 +42,7 @@ def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
         if "messages" not in obj:
             raise InputError(path, "missing field 'messages'", line=rec.line,
                              field=rec.field("messages"))
+        check_roles(obj["messages"], path, rec.line, rec.field("messages"))
         msgs = parse_messages(obj["messages"], path, rec.line, rec.field("messages"))
         did = next((str(obj[k]) for k in _ID_KEYS if isinstance(obj.get(k), str | int)),
                    f"{path.stem}-{rec.index}")

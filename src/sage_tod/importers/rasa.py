@@ -147,7 +147,9 @@ def _conversation(events: list[dict[str, Any]], spec: SpecBundle, did: str, res:
             if text is not None and not isinstance(text, str):
                 raise InputError(path, "user text must be a string", line=rec.line,
                                  field=f"{loc}[{i}].text")
-            intent = ((e.get("parse_data") or {}).get("intent") or {}).get("name")
+            parsed = e.get("parse_data")
+            found = parsed.get("intent") if isinstance(parsed, dict) else None
+            intent = found.get("name") if isinstance(found, dict) else None
             cur = {"user": text or "", "agent": [], "request": [], "confirm": False,
                    "first": i, "actions": [], "intent": intent}
         elif kind == "bot":

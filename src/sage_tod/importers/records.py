@@ -78,6 +78,67 @@ def iter_records(path: Path, top: Any | None = None) -> Iterator[Record]:
         yield Record(doc, 0, None, "")
 
 
+STREAM_BYTES = 4 << 20  # JSON documents larger than this are read record by record
+
+
+def stream_records(path: Path, prefix: str, loc: str) -> Iterator[Record]:
+    """The items of the array at `prefix` (ijson syntax: "item", "simulations.item") of a
+    JSON document, parsed one at a time: memory holds one record, not the document, and
+    the bounded reader's limits (`check_tree`: depth, values, numbers, text) apply to
+    each record, not to the whole file, so a 25 MB τ²-bench results file reads.
+    """
+    import ijson
+
+    from sage_tod.contracts.safejson import check_tree
+
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise InputError(path, f"cannot read file: {exc.strerror or exc}") from None
+    with fh:
+        i = -1
+        try:
+            for i, obj in enumerate(ijson.items(fh, prefix, use_float=True)):
+                try:
+                    check_tree(obj)
+                except UnsafeDocument as exc:
+                    raise InputError(path, str(exc), field=f"{loc}[{i}]") from None
+                yield Record(obj, i, None, f"{loc}[{i}]")
+        except ijson.JSONError as exc:
+            raise InputError(path, f"malformed JSON after record {i}: "
+                             f"{str(exc).splitlines()[0][:200]}",
+                             field=f"{loc}[{i + 1}]") from None
+        except UnicodeDecodeError:
+            raise InputError(path, "file is not UTF-8 text") from None
+        except RecursionError:
+            raise InputError(path, "nesting is too deep", field=f"{loc}[{i + 1}]") from None
+
+
+def top_level_keys(path: Path, limit: int = 64) -> tuple[str | None, list[str]]:
+    """The document's top-level type ("map", "array", ...) and its first `limit` keys,
+    read without building the document."""
+    import ijson
+
+    keys: list[str] = []
+    kind: str | None = None
+    try:
+        with path.open("rb") as fh:
+            for prefix, event, value in ijson.parse(fh):
+                if kind is None:
+                    kind = {"start_map": "map", "start_array": "array"}.get(event, "value")
+                    if kind != "map":
+                        break
+                if prefix == "" and event == "map_key":
+                    keys.append(str(value))
+                    if len(keys) >= limit:
+                        break
+                if prefix == "" and event == "end_map":
+                    break
+    except (ijson.JSONError, UnicodeDecodeError, OSError, RecursionError):
+        return kind, keys
+    return kind, keys
+
+
 def read_json(path: Path) -> Any:
     """Read JSON or gzip-compressed JSON (`*.gz`)."""
     if path.suffix == ".gz":
@@ -104,3 +165,15 @@ def dedupe(items: Iterable[str]) -> list[str]:
     for it in items:
         seen.setdefault(it, None)
     return list(seen)
+
+
+def check_roles(raw: Any, path: str | Path, line: int | None, loc: str) -> None:
+    """A message's `role` must be text before the chat reader looks it up (a list or an
+    object there would be an unhashable key, not a located error)."""
+    if not isinstance(raw, list):
+        return  # the chat reader reports it
+    for i, m in enumerate(raw):
+        if isinstance(m, dict) and "role" in m and not isinstance(m["role"], str):
+            raise InputError(path, f"role must be a string, got {type(m['role']).__name__}",
+                             line=line, field=f"{loc}[{i}].role")
+

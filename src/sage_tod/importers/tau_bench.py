@@ -17,6 +17,7 @@ id is kept in `meta.simulation_id`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,22 @@ from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle
 from sage_tod.importers.base import ImportResult
 from sage_tod.importers.chat import add_conversation, parse_messages
-from sage_tod.importers.records import Record, iter_records, read_document
+from sage_tod.importers.records import (
+    STREAM_BYTES,
+    Record,
+    check_roles,
+    iter_records,
+    read_document,
+    stream_records,
+    top_level_keys,
+)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _reward(obj: dict[str, Any]) -> float | None:
@@ -37,17 +53,21 @@ def _reward(obj: dict[str, Any]) -> float | None:
 def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
          tool_results: bool = False, **_: Any) -> ImportResult:
     res = ImportResult(format="tau-bench", path=str(path))
-    top = None
-    if path.suffix.lower() != ".jsonl":
-        top = read_document(path)
-        if isinstance(top, dict) and isinstance(top.get("simulations"), list):
-            res.notes["tau2 results file"] += 1
-            recs = [Record(s, i, None, f"simulations[{i}]")
-                    for i, s in enumerate(top["simulations"])]
-        else:
-            recs = list(iter_records(path, top))
+    recs: Iterable[Record]
+    if path.suffix.lower() == ".jsonl":
+        recs = iter_records(path)
     else:
-        recs = list(iter_records(path))
+        # a results document is read one record at a time (ijson): memory holds one
+        # simulation, and the bounded reader's limits apply per record, so a 25 MB
+        # τ²-bench file with millions of values reads; anything else is read whole
+        kind, keys = top_level_keys(path)
+        if kind == "map" and "simulations" in keys:
+            res.notes["tau2 results file"] += 1
+            recs = stream_records(path, "simulations.item", "simulations")
+        elif kind == "array" and _size(path) > STREAM_BYTES:
+            recs = stream_records(path, "item", "")
+        else:
+            recs = iter_records(path, read_document(path))
     seen: dict[str, int] = {}
     for rec in recs:
         obj = rec.obj
@@ -64,6 +84,7 @@ def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
         if "task_id" not in obj:
             raise InputError(path, "missing field 'task_id'", line=rec.line,
                              field=rec.field("task_id"))
+        check_roles(obj[key], path, rec.line, rec.field(key))
         msgs = parse_messages(obj[key], path, rec.line, rec.field(key))
         task, trial = obj["task_id"], obj.get("trial")
         did = f"task{task}" + (f"-trial{trial}" if trial is not None else "")

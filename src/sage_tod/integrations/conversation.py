@@ -211,8 +211,11 @@ def conversation_dicts(conv: Conversation, spec: SpecBundle, *, workflow: str | 
         given = _given_state(mt)
         if given is None and states is not None and t < len(states):
             given = states[t]
+        replied = any(conv.messages[i].role == "assistant" for i in spans[t])
         if given is not None:
             after = _state(given, where, t)
+        elif not replied:  # a closing user message: the agent did nothing, s_t = s_{t-1}
+            after = dict(prev)
         elif tool_slots is not None:
             after = dict(prev)
             for call in d.get("tool_calls") or []:

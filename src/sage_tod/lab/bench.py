@@ -19,12 +19,14 @@ import numpy as np
 
 from sage_tod.contracts.criteria import CLASS_NAMES
 from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.run_record import RunHeader
 from sage_tod.contracts.spec import SpecBundle, load_spec
 from sage_tod.contracts.turns import TurnRecord, load_turns, read_gold_labels
 from sage_tod.contracts.verdicts import (
     Verdict,
     decided_by_counts,
     prepare_resume,
+    read_header,
     read_verdicts,
     write_verdict,
 )
@@ -113,15 +115,59 @@ def verdict_path(out: Path, slice_name: str, config: str) -> Path:
 def run_one(info: SliceInfo, config: str, out: Path, *, options: Mapping[str, Any] | None = None,
             batch_size: int = 64, baseline: BaselineRunner | None = None,
             on_verdict: Callable[[], None] | None = None) -> Path:
-    """Evaluate one slice with one configuration, resuming a partial file."""
+    """Evaluate one slice with one configuration, resuming a partial file.
+
+    The file is written as `evaluate` writes one (`outputs.sink.VerdictSink`): held
+    under the lock, with its run header, and resumed only by the same run (code,
+    slice files, configuration, options, stage fingerprints). A file of format 1
+    (no header) from an earlier bench is continued as it was, under the lock.
+    """
+    from sage_tod.evaluation.run import RunSettings, make_evaluator, run_header
+    from sage_tod.outputs.files import LineFile
+    from sage_tod.outputs.sink import VerdictSink, file_sha256
+
     path = verdict_path(out, info.name, config)
     path.parent.mkdir(parents=True, exist_ok=True)
     spec = load_spec(info.spec)
     records = load_turns(info.turns, spec).records
-    done = prepare_resume(path)
-    todo = [r for r in records if r.turn.key not in done]
-    if not todo:
+    inputs = {"spec_sha256": file_sha256(info.spec), "turns_sha256": file_sha256(info.turns),
+              "format": None, "route": "oracle", "slice": info.name}
+    if config in CONFIGS:
+        settings = RunSettings(config=config, options=dict(options or {}),
+                               batch_size=batch_size)
+        ev = make_evaluator(spec, settings)
+        header = run_header(ev, settings, inputs)
+    elif baseline is not None:
+        ev = None
+        header = RunHeader(config=config, stages=[], inputs=inputs,
+                           fingerprints={"baseline": {"name": config}})
+    else:
+        raise InputError("--configs", f"unknown configuration {config!r}; SAGE configs: "
+                         f"{', '.join(SAGE_CONFIGS)}")
+
+    def verdicts_of(todo: list[TurnRecord]) -> Iterator[Verdict]:
+        if ev is not None:
+            return ev.evaluate(todo)
+        assert baseline is not None
+        return baseline(config, spec, todo)
+
+    legacy = path.is_file() and path.stat().st_size > 0 and read_header(path) is None
+    if legacy:  # format 1: keep appending complete lines, as that file was written
+        with LineFile(path, fresh=False) as lines:
+            done = prepare_resume(path)
+            todo = [r for r in records if r.turn.key not in done]
+            for v in verdicts_of(todo) if todo else iter(()):
+                lines.write(write_verdict, v)
+                if on_verdict is not None:
+                    on_verdict()
         return path
+    with VerdictSink(path, header, resume=True, overwrite=False) as sink:
+        todo = [r for r in records if r.turn.key not in sink.done]
+        for v in verdicts_of(todo) if todo else iter(()):
+            sink.write(v)
+            if on_verdict is not None:
+                on_verdict()
+    return path
     if config in CONFIGS:
         verdicts: Iterator[Verdict] = Evaluator(spec, config, options=options,
                                                 batch_size=batch_size).evaluate(todo)
