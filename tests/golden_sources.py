@@ -53,7 +53,7 @@ NATURAL_SYSTEMS: tuple[str, ...] = ("damd", "mintl")
 MWZEVAL_EXCERPTS: tuple[str, ...] = ("damd", "mintl")
 # fixture files that hold no turns (specs, schemas, databases, value lists, notes)
 NOT_TURNS: tuple[str, ...] = ("*.md", "*.yaml", "*/db/*", "schema.json", "ontology.json",
-                              "kb.json")
+                              "kb.json", "*-functions.json")  # tool schemas, not turns
 
 
 def fixture_turn_files() -> set[str]:

@@ -19,7 +19,7 @@ from sage_tod.outputs.render import explain
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
 TAU2_LOG = ROOT / "tests" / "fixtures" / "logs" / "tau2-bench-airline-simulation.json"
-AIRLINE_SPEC = ROOT / "examples" / "tau-bench-airline" / "spec.yaml"
+AIRLINE_SPEC = ROOT / "examples" / "tau2-airline" / "spec.yaml"
 
 
 class _ToolSpan(Span):

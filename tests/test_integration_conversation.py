@@ -169,6 +169,9 @@ def test_the_specs_tool_mapping_is_read_by_the_importers_rules(tools_spec):
                                     "destination": "SFO"}
     assert recs[1].turn.agent_acts is not None and recs[1].turn.agent_acts.confirm is True
     verdicts = list(Evaluator(tools_spec, "s1").evaluate(recs))
-    # the confirmation came with every required slot filled: PC is checked and does not fire
-    pc = [c for c in verdicts[1].criteria if str(c.failure_class) == "PC"]
-    assert pc and all(c.decision.value == "false" for c in pc)
+    # the booking is a committing call, judged where it happens: the user's "Great, thanks!"
+    # to "Booking JFK to SFO now." is no yes to a read-back, so the confirmation check fires
+    # (the refused first booking raised nothing)
+    assert [c.id for c in verdicts[0].criteria] == []
+    pc = {c.id: c.decision.value for c in verdicts[1].criteria if str(c.failure_class) == "PC"}
+    assert pc == {"PC:call0:confirmation": "true"}

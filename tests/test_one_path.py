@@ -37,7 +37,7 @@ from sage_tod.outputs.testing import TurnsFailedError, assert_turns_pass
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "tests" / "fixtures" / "logs"
-AIRLINE = ROOT / "examples" / "tau-bench-airline" / "spec.yaml"
+AIRLINE = ROOT / "examples" / "tau2-airline" / "spec.yaml"
 CASES = [("tau2-bench-airline-simulation.json", "tau-bench"),
          ("tau-bench-gpt-4o-airline.json", "tau-bench")]
 runner = CliRunner()

@@ -34,8 +34,12 @@ from sage_tod.contracts.turns import ToolCall, Turn
 
 
 def is_tool_turn(ctx: TurnContext) -> bool:
-    """A turn that carries `tool_calls` (even none) is judged by its calls, not by Δ_t."""
-    return ctx.turn.tool_calls is not None
+    """A turn that carries `tool_calls` (even none), under a spec that declares committing
+    tools, is judged by its calls, not by Δ_t. A spec whose tools only fill slots (a
+    search, a choice) keeps the state-diff criteria: there is no commit to judge."""
+    return ctx.turn.tool_calls is not None and ctx.spec.derived(
+        "tool_calls.has_commits",
+        lambda sp: any(ts.is_commit for wf in sp.workflows.values() for ts in wf.tools.values()))
 
 
 @dataclass(frozen=True)

@@ -266,13 +266,16 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
                        tool_results: bool = False) -> list[TurnDict]:
     """Turns of one conversation; tallies system messages and ignored tools in `result`.
 
-    Every turn carries its tool calls with their results (`tool_calls`) and every
-    history entry the calls of its turn, so the verifiers always see what the
-    agent read. `tool_results` is kept for old command lines: the results it used
+    In a conversation where the agent calls tools, every turn carries its tool
+    calls with their results (`tool_calls`, possibly empty) and every history
+    entry the calls of its turn, so the verifiers always see what the agent read
+    and judge each committing call; a conversation without any call gets no
+    `tool_calls` and is judged by its state diff as before. `tool_results` is kept for old command lines: the results it used
     to add as text history entries are now always there, structured.
     """
     del tool_results  # always on (structured); the option is accepted for compatibility
     results = {m.call_id: m for m in msgs if m.role == "tool" and m.call_id is not None}
+    uses_tools = any(m.calls for m in msgs)
     wf, rule = choose_workflow(spec, msgs, workflow)
     history: list[dict[str, Any]] = []
     state: dict[str, str] = {}
@@ -287,8 +290,10 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
             "dialogue_id": dialogue_id, "turn_id": len(turns), "workflow": wf.id,
             "user": t.user, "agent": agent, "state_before": dict(sorted(before.items())),
             "state_after": dict(sorted(state.items())),
-            "history": [dict(h) for h in history], "tool_calls": list(t.tool_calls),
+            "history": [dict(h) for h in history],
         }
+        if uses_tools:  # a conversation without any call stays a plain (state-diff) one
+            turn["tool_calls"] = list(t.tool_calls)
         if t.confirm:
             probe = Turn.model_validate({k: turn[k] for k in (
                 "dialogue_id", "turn_id", "workflow", "user", "agent", "state_before",
