@@ -176,4 +176,10 @@ def test_a_100kb_utterance_is_fast_with_rules_only(ev: Evaluator) -> None:
 
 def test_cascade_fingerprint_names_stage_settings() -> None:
     fp = Cascade.from_config("s1").fingerprint()
-    assert fp == {"config": "s1", "stages": {"S1": {}}, "missing": []}
+    # S1's fingerprint holds what changes its verdicts: the states it reads and the
+    # clock-time rule's switch (issue 24: it used to be empty)
+    assert fp == {"config": "s1", "stages": {"S1": {"pc_state": "after", "wnf_state": "either",
+                                                    "times": True}},
+                  "missing": [], "criteria": ["UV", "IUV", "WNF", "PC"]}
+    before = Cascade.from_config("s1", {"pc_state": "before"}).fingerprint()
+    assert before["stages"]["S1"]["pc_state"] == "before"
