@@ -183,3 +183,14 @@ def test_cascade_fingerprint_names_stage_settings() -> None:
                   "missing": [], "criteria": ["UV", "IUV", "WNF", "PC"]}
     before = Cascade.from_config("s1", {"pc_state": "before"}).fingerprint()
     assert before["stages"]["S1"]["pc_state"] == "before"
+
+
+def test_s2_fingerprint_names_its_meaning_claims_and_runtime() -> None:
+    """S2's meaning-claim setting changes its verdicts, so a resume must see it."""
+    on = Cascade.from_config("no_s1").fingerprint()
+    if "S2" in on["missing"]:
+        pytest.skip("no NLI model here")
+    off = Cascade.from_config("no_s1", {"meaning_claims": "off"}).fingerprint()
+    s2_on, s2_off = on["stages"]["S2"], off["stages"]["S2"]
+    assert s2_on["meaning_claims"] != s2_off["meaning_claims"]
+    assert s2_on["runtime"]["tokenizers"] and s2_on["model"]
