@@ -176,4 +176,21 @@ def test_a_100kb_utterance_is_fast_with_rules_only(ev: Evaluator) -> None:
 
 def test_cascade_fingerprint_names_stage_settings() -> None:
     fp = Cascade.from_config("s1").fingerprint()
-    assert fp == {"config": "s1", "stages": {"S1": {}}, "missing": []}
+    # S1's fingerprint holds what changes its verdicts: the states it reads and the
+    # clock-time rule's switch (issue 24: it used to be empty)
+    assert fp == {"config": "s1", "stages": {"S1": {"pc_state": "after", "wnf_state": "either",
+                                                    "times": True}},
+                  "missing": [], "criteria": ["UV", "IUV", "WNF", "PC"]}
+    before = Cascade.from_config("s1", {"pc_state": "before"}).fingerprint()
+    assert before["stages"]["S1"]["pc_state"] == "before"
+
+
+def test_s2_fingerprint_names_its_meaning_claims_and_runtime() -> None:
+    """S2's meaning-claim setting changes its verdicts, so a resume must see it."""
+    on = Cascade.from_config("no_s1").fingerprint()
+    if "S2" in on["missing"]:
+        pytest.skip("no NLI model here")
+    off = Cascade.from_config("no_s1", {"meaning_claims": "off"}).fingerprint()
+    s2_on, s2_off = on["stages"]["S2"], off["stages"]["S2"]
+    assert s2_on["meaning_claims"] != s2_off["meaning_claims"]
+    assert s2_on["runtime"]["tokenizers"] and s2_on["model"]

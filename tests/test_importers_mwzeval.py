@@ -139,5 +139,5 @@ def test_cli_import(tmp_path: Path, spec: SpecBundle, monkeypatch: pytest.Monkey
                               str(FIX / "damd_excerpt.json"), "--format", "mwzeval",
                               "--out", str(tmp_path / "v.jsonl"), "--config", "s1"])
     assert res.exit_code == 0, res.output
-    assert len((tmp_path / "v.jsonl").read_text(encoding="utf-8").splitlines()) == len(
-        out.read_text(encoding="utf-8").splitlines())
+    assert len((tmp_path / "v.jsonl").read_text(encoding="utf-8").splitlines()) == 1 + len(
+        out.read_text(encoding="utf-8").splitlines())  # the run header, then the verdicts

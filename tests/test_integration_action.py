@@ -90,7 +90,7 @@ def test_script_evaluates_reports_gates_and_writes_runner_files(tmp_path):
     out = _outputs(tmp_path)
     assert out["passed"] == "true"
     assert out["dir"] == str(tmp_path / "temp" / "sage-tod")
-    verdicts = Path(out["verdicts"]).read_text(encoding="utf-8").splitlines()
+    verdicts = Path(out["verdicts"]).read_text(encoding="utf-8").splitlines()[1:]  # header
     turns = [line for line in demo.turns_path().read_text().splitlines() if line.strip()]
     assert len(verdicts) == len(turns)
     failures = sum(json.loads(v)["verdict"] == "failure" for v in verdicts)
@@ -119,14 +119,16 @@ def test_script_compares_against_a_baseline(tmp_path):
     r = _run(_env(tmp_path), tmp_path / "ws")
     assert r.returncode == 0, r.stderr
     first = Path(_outputs(tmp_path)["verdicts"])
-    rows = [json.loads(line) for line in first.read_text(encoding="utf-8").splitlines()]
+    head, *lines = first.read_text(encoding="utf-8").splitlines()  # the run header first
+    rows = [json.loads(line) for line in lines]
     flipped = [row["dialogue_id"] + ":" + str(row["turn_id"]) for row in rows
                if row["verdict"] == "failure"][:1]
     for row in rows:
         if row["verdict"] == "failure" and f"{row['dialogue_id']}:{row['turn_id']}" in flipped:
             row["verdict"] = "acceptable"
     baseline = tmp_path / "baseline.jsonl"
-    baseline.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    baseline.write_text(head + "\n" + "".join(json.dumps(row) + "\n" for row in rows),
+                        encoding="utf-8")
     env = _env(tmp_path, INPUT_BASELINE=str(baseline), INPUT_OUTPUT_DIR=str(tmp_path / "o2"))
     r = _run(env, tmp_path / "ws")
     assert r.returncode == 1

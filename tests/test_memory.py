@@ -56,7 +56,7 @@ def _peak_mb(tmp: Path, n: int) -> float:
         env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "SAGE_TOD_NLI_CACHE": "off"},
         capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
-    assert sum(1 for _ in out.open()) == n
+    assert sum(1 for _ in out.open()) == n + 1  # the run header, then one line per turn
     kb = next(int(line.split()[1]) for line in r.stderr.splitlines()
               if line.startswith("MAXRSS_KB"))
     return kb / 1024

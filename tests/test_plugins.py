@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sage_tod import demo
+from sage_tod import demo, read_verdicts
 from sage_tod.compiler import CRITERIA
 from sage_tod.compiler.kinds import CriterionKind
 from sage_tod.evaluation import CONFIGS, Evaluator, StageConfig
@@ -81,7 +81,7 @@ def test_plugin_from_an_installed_package(plugin_site: Path, tmp_path: Path) -> 
     run = _run(plugin_site, "evaluate", "--spec", str(demo.spec_path()), "--turns", str(turns),
                "--out", str(out), "--config", "core_reask")
     assert run.returncode in (0, 1), run.stderr
-    v = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+    v = read_verdicts(out)[0].to_dict()  # the header's config and stages put back
     reask = [c for c in v["criteria"] if c["class"] == "REASK"]
     assert len(reask) == 1 and reask[0]["decided_by"] == "REASK-rules"
     assert reask[0]["decision"] == "true" and "already in the state" in reask[0]["repair"]

@@ -77,3 +77,19 @@ def test_directories_compare_file_by_file_and_bad_paths_exit_2(tmp_path: Path) -
     assert bad.exit_code == 2 and "no such file" in bad.output
     mixed = CliRunner().invoke(app, ["bench", "diff", str(a), str(tmp_path / "x")])
     assert mixed.exit_code == 2 and "two files or two directories" in mixed.output
+
+
+def test_diff_and_explain_show_the_run_header(tmp_path: Path, monkeypatch) -> None:
+    """Two runs that differ in a switch: `bench diff` names the header field beside the
+    verdicts; `explain` starts with the run that made the file."""
+    a = _run(tmp_path, "a.jsonl")
+    monkeypatch.setenv("SAGE_TOD_S1_TIMES", "0")
+    b = _run(tmp_path, "b.jsonl")
+    res = CliRunner().invoke(app, ["bench", "diff", str(a), str(b)])
+    assert "run headers differ in fingerprints.S1.times (True then, False now)" in res.output
+    assert "created" not in res.output.split("run headers differ in")[1].split("\n")[0]
+    res = CliRunner().invoke(app, ["explain", str(a)])
+    assert res.exit_code == 0, res.output
+    first = res.output.splitlines()[0]
+    assert first.startswith("run: sage-tod ") and "config s1, stages S1" in first
+    assert "S1: pc_state=after, wnf_state=either, times=True" in res.output

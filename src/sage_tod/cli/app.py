@@ -345,8 +345,8 @@ def demo(
         head = run_header(ev, settings, {"spec_sha256": file_sha256(spec_p),
                                          "turns_sha256": file_sha256(turns_p),
                                          "format": None, "route": "oracle"})
-        with _guard(lambda: VerdictSink(out_path, head, resume=False,
-                                        overwrite=overwrite)) as sink:
+        with _guard(lambda: VerdictSink(out_path, head, resume=False, overwrite=overwrite,
+                                        flag="--overwrite")) as sink:
             for v in vs:
                 sink.write(v)
     gold: dict[str, str] = {r.turn.key: (r.gold.failure_class or r.gold.label)
@@ -475,7 +475,14 @@ def _baseline_runner() -> Any:
 
 
 def _count_lines(path: Path) -> int:
-    return sum(1 for _ in path.open("rb")) if path.exists() else 0
+    """Lines of a file; a verdicts file's run header is not counted (it is no turn)."""
+    if not path.exists():
+        return 0
+    from sage_tod.contracts.run_record import HEADER_PREFIX
+
+    with path.open("rb") as fh:
+        first = fh.readline()
+        return (0 if not first or first.startswith(HEADER_PREFIX) else 1) + sum(1 for _ in fh)
 
 
 @bench_app.command("diff")

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 
 import typer
 
-from sage_tod.contracts.verdicts import write_verdict
 from sage_tod.llm.config import LLMNotConfigured, config_from_options
 from sage_tod.outputs.console import err, out
 from sage_tod.outputs.files import open_lines
@@ -121,21 +120,31 @@ def baseline(
     if name not in BASELINES:
         raise _fail(f"unknown baseline {name!r}; available: {', '.join(BASELINES)}")
     opts = _options(options)
+    from sage_tod.contracts.run_record import RunHeader
+    from sage_tod.outputs.sink import VerdictSink, file_sha256
+
     try:
         bundle = load_spec(spec)
         recs = load_turns(turns, bundle).records
-        config_from_options(opts)
+        llm = config_from_options(opts)
     except (InputError, LLMNotConfigured) as exc:
         raise _fail(str(exc)) from None
+    described = llm.describe()  # the key's variable name, never the key
+    header = RunHeader(config=name, stages=[], inputs={
+        "spec_sha256": file_sha256(spec), "turns_sha256": file_sha256(turns),
+        "format": None, "route": "oracle"},
+        fingerprints={"baseline": {"name": name, **{k: described.get(k) for k in (
+            "base_url", "model", "temperature", "azure_deployment") if k in described}}})
     counts: dict[str, int] = {}
     cost = 0.0
     # both outputs are checked (and locked) before the first paid call
     with contextlib.ExitStack() as stack:
-        fh = stack.enter_context(open_lines(output, overwrite=overwrite))
+        fh = stack.enter_context(VerdictSink(output, header, resume=False,
+                                             overwrite=overwrite, flag="--overwrite"))
         tfh = (stack.enter_context(open_lines(trace, overwrite=overwrite))
                if trace is not None else None)
         for j in iter_judgements(name, bundle, recs, opts):
-            fh.write(write_verdict, j.verdict)
+            fh.write(j.verdict)
             if tfh is not None:
                 tfh.write_line(json.dumps(j.to_dict(), ensure_ascii=False))
             counts[j.verdict.verdict] = counts.get(j.verdict.verdict, 0) + 1

@@ -63,12 +63,14 @@ class VerdictSink:
     `sink.done` (keys already there) and `sink.write(verdict)`."""
 
     def __init__(self, path: str | Path, header: RunHeader, *, resume: bool,
-                 overwrite: bool, truncate_at_damage: bool = False) -> None:
+                 overwrite: bool, truncate_at_damage: bool = False,
+                 flag: str = "--resume to continue it or --overwrite") -> None:
         self.path = Path(path)
         self.header = header
         self.resume = resume
         self.overwrite = overwrite
         self.truncate_at_damage = truncate_at_damage
+        self.flag = flag  # what the refusal of an existing file suggests
         self.done: set[str] = set()
         self.cut: str | None = None  # what a --truncate-at-damage resume removed, in words
         self._lines: LineFile | None = None
@@ -77,8 +79,7 @@ class VerdictSink:
         p = self.path
         resuming = self.resume and p.is_file() and p.stat().st_size > 0
         if not resuming:
-            check_target(p, overwrite=self.overwrite or self.resume,
-                         flag="--resume to continue it or --overwrite")
+            check_target(p, overwrite=self.overwrite or self.resume, flag=self.flag)
         lines = LineFile(p, fresh=not resuming)
         lines.open()  # the lock is held from here on
         self._lines = lines
