@@ -44,7 +44,7 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 ## MLflow, DeepEval and Inspect integrations against the real libraries, in their own
-## venv: DeepEval pins click<8.4, the export extra's huggingface-hub needs click>=8.4.2
+## venv: DeepEval pins click<8.4, huggingface-hub 2.4 (nli, export) needs click>=8.4.2
 ## (pyproject.toml). About 1 min to install, 30 s to run, on 2 cores.
 VENV_INT ?= .venv-integrations
 BIN_INT := $(VENV_INT)/bin

