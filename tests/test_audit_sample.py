@@ -88,7 +88,7 @@ def test_sample_is_seeded_blind_and_stratified(tmp_path: Path) -> None:
     assert len(items) == 10 == len(key["items"])
     assert [i["item"] for i in items] == [k["item"] for k in key["items"]]
     verdicts = {f"{d['dialogue_id']}:{d['turn_id']}": d
-                for d in map(json.loads, v.read_text().splitlines())}
+                for d in map(json.loads, v.read_text().splitlines()) if "dialogue_id" in d}
     for i, k in zip(items, key["items"], strict=True):
         assert set(i) == {"item", "dialogue_id", "turn_id", "workflow", "history", "user",
                           "agent", "state_before", "state_after", "tool_calls"}
@@ -113,11 +113,22 @@ def test_sample_is_seeded_blind_and_stratified(tmp_path: Path) -> None:
 def test_legacy_tool_results_become_the_turns_calls(tmp_path: Path) -> None:
     """A real τ²-bench log imported with --tool-results (tests/fixtures/logs, MIT): each
     turn's `[tool NAME] RESULT` entries at the end of h_<t are its calls' results."""
-    turns = tmp_path / "turns.jsonl"
+    new = tmp_path / "new.jsonl"
     r = runner.invoke(app, ["import", "tau-bench", str(LOGS / "tau2-bench-airline-simulation.json"),
-                            "--spec", str(AIRLINE), "--out", str(turns), "--tool-results"])
+                            "--spec", str(AIRLINE), "--out", str(new)])
     assert r.exit_code == 0, r.output
-    raw = [json.loads(x) for x in turns.read_text().splitlines()]
+    # the shape an earlier sage-tod wrote with --tool-results: no `tool_calls`, each result a
+    # `[tool NAME] RESULT` history entry at the end of h_<t (and before its turn's entry later)
+    raw = [json.loads(x) for x in new.read_text().splitlines()]
+    shown: list[dict[str, str]] = []
+    for t in raw:
+        own = [{"user": "", "agent": f"[tool {c['name']}] "
+                + (c["result"] if isinstance(c["result"], str) else json.dumps(c["result"]))}
+               for c in t.pop("tool_calls") if c["result"] is not None]
+        t["history"] = [*shown, *own]
+        shown = [*t["history"][:len(shown)], *own, {"user": t["user"], "agent": t["agent"]}]
+    turns = tmp_path / "turns.jsonl"
+    turns.write_text("".join(json.dumps(t) + "\n" for t in raw))
     keys = {f"{t['dialogue_id']}:{t['turn_id']}" for t in raw}
     got = read_audit_turns(turns, keys)
     for t in raw:
@@ -182,7 +193,7 @@ def test_verdicts_without_their_turns_are_refused(tmp_path: Path) -> None:
 
 def test_duplicate_verdicts_and_an_empty_sample_are_refused(tmp_path: Path) -> None:
     v = _evaluate(tmp_path, demo.turns_path(), demo.spec_path())
-    first = v.read_text().splitlines()[0]
+    first = next(x for x in v.read_text().splitlines() if '"dialogue_id"' in x)  # not the header
     dup = tmp_path / "dup.jsonl"
     dup.write_text(v.read_text() + first + "\n")
     r = runner.invoke(app, ["audit", "sample", "--verdicts", str(dup), "--turns",

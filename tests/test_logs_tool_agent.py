@@ -57,7 +57,8 @@ def test_two_commands_as_documented(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     spec = load_spec(tmp_path / "spec.yaml")
     second = runner.invoke(app, commands[1][1:])
     assert second.exit_code == 0, second.output
-    verdicts = [json.loads(x) for x in (tmp_path / "v.jsonl").read_text().splitlines()]
+    verdicts = [d for d in map(json.loads, (tmp_path / "v.jsonl").read_text().splitlines())
+                if "dialogue_id" in d]  # the first line is the run header
     # one verdict per turn of the log, each in a workflow the first command wrote
     turns = import_file("openai-chat", tmp_path / "log.jsonl", spec).records(spec).records
     assert [(v["dialogue_id"], v["turn_id"]) for v in verdicts] == [
