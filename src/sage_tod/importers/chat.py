@@ -270,8 +270,9 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
     calls with their results (`tool_calls`, possibly empty) and every history
     entry the calls of its turn, so the verifiers always see what the agent read
     and judge each committing call; a conversation without any call gets no
-    `tool_calls` and is judged by its state diff as before. `tool_results` is kept for old command lines: the results it used
-    to add as text history entries are now always there, structured.
+    `tool_calls` and is judged by its state diff as before. `tool_results` is kept
+    for old command lines: the results it used to add as text history entries are
+    now always there, structured.
     """
     del tool_results  # always on (structured); the option is accepted for compatibility
     results = {m.call_id: m for m in msgs if m.role == "tool" and m.call_id is not None}
