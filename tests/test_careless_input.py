@@ -47,7 +47,9 @@ def test_a_tau2_file_without_or_with_the_wrong_format_is_named(tmp_path: Path) -
     out = str(tmp_path / "v.jsonl")
     r = _evaluate("--spec", str(AIRLINE), "--turns", str(TAU2), "--out", out)
     assert r.exit_code == 2  # type: ignore[attr-defined]
-    assert "looks like a τ²-bench results file; read it with --format tau-bench" in r.stderr  # type: ignore[attr-defined]
+    assert r.stderr.strip() == (  # type: ignore[attr-defined]
+        f"error: {TAU2}: is not a sage-tod turns file (one turn object per line); it looks "
+        "like a τ²-bench results file; read it with --format tau-bench")
     r = _evaluate("--spec", str(AIRLINE), "--turns", str(TAU2), "--out", out,
                   "--format", "openai-chat")
     assert r.exit_code == 2 and "missing field 'messages'" in r.stderr  # type: ignore

@@ -112,8 +112,13 @@ def _hinted(records: Iterable[Any], path: Path) -> Iterator[Any]:
     when that is not a turns file (an agent log needs --format)."""
     try:
         yield from records
-    except InputError as exc:
-        raise _with_hint(exc, path, None) from None
+    except InputError:
+        hint = format_hint(path, None)
+        if hint is None:
+            raise
+        # valid JSON of another shape is not "malformed": say what it is instead
+        raise InputError(path, f"is not a sage-tod turns file (one turn object per line); "
+                         f"{hint}") from None
 
 
 def evaluate_files(req: EvaluateRequest, *,
