@@ -143,3 +143,20 @@ def test_a_deeply_nested_model_answer_is_an_abstention_not_a_crash() -> None:
     assert extract_json_object(deep) is None  # the judge records no answer for the turn
     outcome, why = parse_answer(deep)
     assert outcome is None and why.startswith("unparseable answer")
+
+
+def test_a_router_that_cannot_load_is_an_input_error_not_a_bug(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    from sage_tod.routing import router
+    from sage_tod.routing.encoder import EncoderUnavailable
+
+    def unavailable(*a: object, **k: object) -> list[str]:
+        raise EncoderUnavailable("all-mpnet-base-v2 not found offline; pip install ...")
+
+    monkeypatch.setattr(router, "route", unavailable)
+    r = _evaluate("--spec", str(demo.spec_path()), "--turns", str(demo.turns_path()),
+                  "--out", str(tmp_path / "v.jsonl"), "--route", "mpnet")
+    assert r.exit_code == 2  # type: ignore[attr-defined]
+    assert r.stderr.startswith("error: --route mpnet: all-mpnet-base-v2 not found")  # type: ignore
+    assert "internal error" not in r.stderr  # type: ignore[attr-defined]
