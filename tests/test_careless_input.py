@@ -47,7 +47,9 @@ def test_a_tau2_file_without_or_with_the_wrong_format_is_named(tmp_path: Path) -
     out = str(tmp_path / "v.jsonl")
     r = _evaluate("--spec", str(AIRLINE), "--turns", str(TAU2), "--out", out)
     assert r.exit_code == 2  # type: ignore[attr-defined]
-    assert "looks like a τ²-bench results file; read it with --format tau-bench" in r.stderr  # type: ignore[attr-defined]
+    assert r.stderr.strip() == (  # type: ignore[attr-defined]
+        f"error: {TAU2}: is not a sage-tod turns file (one turn object per line); it looks "
+        "like a τ²-bench results file; read it with --format tau-bench")
     r = _evaluate("--spec", str(AIRLINE), "--turns", str(TAU2), "--out", out,
                   "--format", "openai-chat")
     assert r.exit_code == 2 and "missing field 'messages'" in r.stderr  # type: ignore
@@ -141,3 +143,20 @@ def test_a_deeply_nested_model_answer_is_an_abstention_not_a_crash() -> None:
     assert extract_json_object(deep) is None  # the judge records no answer for the turn
     outcome, why = parse_answer(deep)
     assert outcome is None and why.startswith("unparseable answer")
+
+
+def test_a_router_that_cannot_load_is_an_input_error_not_a_bug(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    from sage_tod.routing import router
+    from sage_tod.routing.encoder import EncoderUnavailable
+
+    def unavailable(*a: object, **k: object) -> list[str]:
+        raise EncoderUnavailable("all-mpnet-base-v2 not found offline; pip install ...")
+
+    monkeypatch.setattr(router, "route", unavailable)
+    r = _evaluate("--spec", str(demo.spec_path()), "--turns", str(demo.turns_path()),
+                  "--out", str(tmp_path / "v.jsonl"), "--route", "mpnet")
+    assert r.exit_code == 2  # type: ignore[attr-defined]
+    assert r.stderr.startswith("error: --route mpnet: all-mpnet-base-v2 not found")  # type: ignore
+    assert "internal error" not in r.stderr  # type: ignore[attr-defined]

@@ -65,7 +65,13 @@ def _router(spec: SpecBundle, method: str, options: Mapping[str, Any]
     from sage_tod.routing.router import route as route_turns
 
     def routed(records: list[Any]) -> list[Any]:
-        ids = route_turns(spec, [r.turn for r in records], method, client_config=options)
+        from sage_tod.llm.config import LLMNotConfigured
+        from sage_tod.routing.encoder import EncoderUnavailable
+
+        try:
+            ids = route_turns(spec, [r.turn for r in records], method, client_config=options)
+        except (EncoderUnavailable, LLMNotConfigured) as exc:  # a setup problem, exit 2
+            raise InputError(f"--route {method}", str(exc)) from None
         return [TurnRecord(r.turn.model_copy(update={"workflow": w}), r.gold, r.meta, r.line)
                 for r, w in zip(records, ids, strict=True)]
 
@@ -79,6 +85,23 @@ def _with_hint(exc: InputError, path: Path, expected: str | None) -> InputError:
         return exc
     p = exc.problem
     return InputError(p.path, f"{p.message}; {hint}", line=p.line, field=p.field)
+
+
+def _router_fingerprint(method: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    from sage_tod.routing.encoder import MPNET_HUB_ID, MPNET_REVISION
+    from sage_tod.routing.router import SHORTLIST
+
+    fp: dict[str, Any] = {"encoder": MPNET_HUB_ID, "revision": MPNET_REVISION}
+    if method == "llm":
+        from sage_tod.llm.config import LLMNotConfigured, config_from_options
+
+        try:
+            cfg = config_from_options(dict(options)).describe()
+        except LLMNotConfigured:
+            cfg = {}
+        fp.update({"shortlist": SHORTLIST, "endpoint": cfg.get("base_url"),
+                   "model": cfg.get("model")})
+    return fp
 
 
 def read_agent_log(fmt: str, path: Path, spec: SpecBundle, **opts: Any) -> ImportResult:
@@ -112,8 +135,13 @@ def _hinted(records: Iterable[Any], path: Path) -> Iterator[Any]:
     when that is not a turns file (an agent log needs --format)."""
     try:
         yield from records
-    except InputError as exc:
-        raise _with_hint(exc, path, None) from None
+    except InputError:
+        hint = format_hint(path, None)
+        if hint is None:
+            raise
+        # valid JSON of another shape is not "malformed": say what it is instead
+        raise InputError(path, f"is not a sage-tod turns file (one turn object per line); "
+                         f"{hint}") from None
 
 
 def evaluate_files(req: EvaluateRequest, *,
@@ -135,9 +163,12 @@ def evaluate_files(req: EvaluateRequest, *,
     bundle = load_run_spec(req.spec, req.turns)
     settings = req.settings
     ev = make_evaluator(bundle, settings)
-    header = run_header(ev, settings, {
+    inputs: dict[str, Any] = {
         "spec_sha256": file_sha256(req.spec), "turns_sha256": file_sha256(req.turns),
-        "format": req.log_format, "route": req.route})
+        "format": req.log_format, "route": req.route}
+    if req.route != "oracle":  # the router's model decides each turn's workflow
+        inputs["router"] = _router_fingerprint(req.route, settings.stage_options())
+    header = run_header(ev, settings, inputs)
     run = FileRun(header=header, evaluator=ev)
 
     def skipped(prob: InputProblem) -> None:
