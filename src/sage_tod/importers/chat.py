@@ -117,6 +117,9 @@ def parse_messages(raw: Any, path: str | Path, line: int | None, loc: str) -> li
             raise InputError(path, "a message must be an object", line=line, field=mloc)
         if "role" not in m:
             raise InputError(path, "missing field 'role'", line=line, field=f"{mloc}.role")
+        if not isinstance(m["role"], str):
+            raise InputError(path, f"role must be a string, got {type(m['role']).__name__}",
+                             line=line, field=f"{mloc}.role")
         role = _ROLE_ALIASES.get(m["role"], m["role"])
         if role not in ROLES:
             raise InputError(path, f"unknown role {m['role']!r} (expected one of "
