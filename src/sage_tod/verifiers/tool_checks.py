@@ -128,8 +128,8 @@ _AFFIRM = re.compile(
 _REFUSE = re.compile(r"^\W*(no|nope|wait|hold on|not yet|don'?t)\b", re.IGNORECASE)
 
 
-_OPENING_YES = re.compile(
-    r"^\W*(yes|yeah|yep|yup|sure|correct|absolutely|definitely|ok(?:ay)?|oui|s[ií]|ja|sim)\b",
+_OPENING_YES = re.compile(  # used with .match at a sentence's offset
+    r"\W*(yes|yeah|yep|yup|sure|correct|absolutely|definitely|ok(?:ay)?|oui|s[ií]|ja|sim)\b",
     re.IGNORECASE)
 # an instruction that carries the action out ("Please cancel those two", "Use my Visa",
 # "Go ahead with the change"): consent when it answers the agent's read-back
@@ -144,19 +144,25 @@ _READ_BACK = re.compile(r"\b(confirm|proceed|go ahead|would you like (?:me|us) t
                         r"does (?:this|that|everything) look)\b", re.IGNORECASE)
 
 
-def _consents(text: str) -> re.Match[str] | None:
-    """An instruction that carries the action out, in a statement, not a question."""
-    if _REFUSE.search(text):
-        return None
+def _sentences(text: str) -> Iterator[tuple[int, str]]:
+    """(offset, sentence) of each sentence of `text`, for readers that judge a statement
+    apart from a question."""
     pos = 0
     for sent in re.split(r"(?<=[.!?])\s+", text):
         start = text.find(sent, pos)
         pos = start + len(sent)
-        if sent.rstrip().endswith("?"):
-            continue
-        m = _CONSENT.match(text, start)
-        if m is not None:
-            return m
+        yield start, sent
+
+
+def _consents(text: str) -> re.Match[str] | None:
+    """An instruction that carries the action out, in a statement, not a question."""
+    if _REFUSE.search(text):
+        return None
+    for start, sent in _sentences(text):
+        if not sent.rstrip().endswith("?"):
+            m = _CONSENT.match(text, start)
+            if m is not None:
+                return m
     return None
 
 
@@ -166,15 +172,12 @@ def affirms(text: str) -> re.Match[str] | None:
     the message opens with a no."""
     if _REFUSE.search(text):
         return None
-    pos = 0
-    for sent in re.split(r"(?<=[.!?])\s+", text):
-        start = text.find(sent, pos)
-        pos = start + len(sent)
-        m = _OPENING_YES.search(sent)
+    for start, sent in _sentences(text):
+        m = _OPENING_YES.match(text, start)
         if m is None and not sent.rstrip().endswith("?"):
-            m = _AFFIRM.search(sent)
+            m = _AFFIRM.search(text, start, start + len(sent))
         if m is not None:
-            return _AFFIRM.search(text, start + m.start(1) if m.lastindex else start + m.start())
+            return m
     return None
 
 
@@ -577,7 +580,8 @@ def _confirmation(ctx: TurnContext, site: CallSite) -> Decision:
     yes = affirms(user)
     read_back = _READ_BACK.search(asked) is not None
     if yes is not None:
-        span = Span(source="user", start=yes.start(), end=yes.end(), text=yes.group(0))
+        g = 1 if yes.lastindex else 0  # the yes word itself, not the punctuation before it
+        span = Span(source="user", start=yes.start(g), end=yes.end(g), text=yes.group(g))
         if "?" in asked or read_back:
             return Decision(Outcome.FALSE, 1.0, "the user said yes to the agent's question "
                             "just before the call", span)
