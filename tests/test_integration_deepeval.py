@@ -154,7 +154,7 @@ workflows:
       - {name: origin, description: origin airport of the flight}
     required: [user-id, origin]
     tools:
-      book: {confirms: true, args: {user_id: user-id, origin: origin}}
+      book: {confirms: true, confirmation: none, args: {user_id: user-id, origin: origin}}
 """, encoding="utf-8")
     booking = {"user_id": "mia_1", "origin": "JFK"}
     case = ConversationalTestCase(name="fl", turns=[
@@ -168,7 +168,8 @@ workflows:
     metric = SageTodMetric(spec, config="s1", threshold=1.0)
     metric.measure(case)
     first, second = metric.verdicts
-    # the first 'booked' came after a failed call: nothing recorded, a premature confirmation
+    # the first 'booked' came after a refused call: nothing committed, a confirmation
+    # nothing backs (the per-call criteria judge the second, successful call)
     assert first.verdict == "failure" and "PC" in first.classes
     assert "PC" not in second.classes
 

@@ -113,10 +113,20 @@ def test_a_value_nothing_in_the_log_holds_fires_and_an_unknown_rule_field_abstai
     assert rule.decision.value == "abstain" and "target" in rule.rationale
 
 
-def test_a_refused_call_is_not_judged(tmp_path: Path) -> None:
+def test_a_refused_call_is_not_judged_but_claiming_it_succeeded_fires(tmp_path: Path) -> None:
     doc = _doc()
     m = _result_of(doc, "cancel_reservation")
     m["content"], m["error"] = "Error: reservation not found", True
+    v = _verdicts(doc, tmp_path)[2]
+    # the refused call changed nothing: no argument, yes or rule criteria for it; but the
+    # agent still says "Your reservation EHGLP3 has been successfully cancelled."
+    assert [c.id for c in v.criteria] == ["PC:call0:claimed"]
+    c = v.criteria[0]
+    assert c.decision.value == "true" and c.evidence is not None
+    assert "cancelled" in c.evidence.text and c.evidence.source == "agent"
+    for m in _messages(doc):
+        if m["role"] == "assistant" and "successfully cancelled" in (m.get("content") or ""):
+            m["content"] = "I'm sorry, the cancellation did not go through. Shall I try again?"
     assert _verdicts(doc, tmp_path)[2].criteria == []
 
 

@@ -234,6 +234,8 @@ def _repair_pc(c: Criterion, ctx: TurnContext) -> str:
         if a.certainty == "tool_confirmation":
             return (f"read the {a.tool} details back and wait for the user's explicit yes "
                     "before calling it")
+        if a.certainty == "tool_claim":
+            return f"do not tell the user it is done: {a.tool} was refused; say so, or retry"
         if a.certainty == "tool_order":
             return f"call {a.outcome.split(' succeeded')[0]} first; do not call {a.tool} yet"
         return f"do not call {a.tool}: {a.cue} ({a.outcome} is false)"

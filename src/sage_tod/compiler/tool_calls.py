@@ -22,11 +22,13 @@ This module also holds the conversation view both sides read (`ToolView`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
+from sage_tod.compiler.detect import Confirmation, detect_confirmation
 from sage_tod.compiler.extract import EXACT, Extraction, extract_user_values
 from sage_tod.contracts.criteria import Criterion, FailureClass, IUVArgs, PCArgs, Span, UVArgs
 from sage_tod.contracts.spec import ToolSpec, Workflow
@@ -129,8 +131,59 @@ def compile_tool_uv(ctx: TurnContext) -> list[Criterion]:
     return out
 
 
+# a tool agent telling the user an action went through: "has been cancelled", "is now
+# booked", "successfully updated" (the dialogue cues of detect.py are about bookings)
+_DONE = re.compile(
+    r"\b(?:has|have) (?:now )?been (?:successfully )?(?:booked|cancell?ed|updated|modified|"
+    r"changed|upgraded|downgraded|returned|exchanged|refunded|processed|added|sent|issued|"
+    r"placed|submitted)\b|\b(?:is|are) (?:now )?(?:booked|confirmed|cancell?ed)\b|"
+    r"\bsuccessfully (?:booked|cancell?ed|updated|modified|changed|processed|placed)\b",
+    re.IGNORECASE)
+
+
+def _done_claim(text: str) -> re.Match[str] | None:
+    """A statement (not a question) that says the action went through."""
+    for m in _DONE.finditer(text):
+        end = text.find("?", m.end())
+        stop = min((i for i in (text.find(".", m.end()), text.find("!", m.end()),
+                                text.find("\n", m.end())) if i >= 0), default=len(text))
+        if end < 0 or end > stop:
+            return m
+    return None
+
+
+def refused_commits(ctx: TurnContext) -> list[tuple[int, ToolCall]]:
+    """The turn's committing calls the tool refused (`error`)."""
+    return [(i, c) for i, c in enumerate(ctx.turn.tool_calls or ())
+            if c.error and ctx.spec.tool_workflows(c.name)]
+
+
+def _claim_after_refusal(ctx: TurnContext) -> list[Criterion]:
+    """The agent tells the user it is done ("Your flight is booked.") in a turn whose
+    committing calls were all refused: a confirmation nothing backs (PC)."""
+    refused = refused_commits(ctx)
+    if not refused or commit_sites(ctx):
+        return []
+    conf = detect_confirmation(ctx.turn, ctx.workflow)
+    if conf is None or conf.certainty == "implied":
+        done = _done_claim(ctx.turn.agent)
+        if done is None:
+            return []
+        conf = Confirmation("cue", done.start(), done.end(), done.group(0))
+    i, call = refused[-1]
+    return [Criterion(
+        id=f"PC:call{i}:claimed", failure_class=FailureClass.PC,
+        args=PCArgs(certainty="tool_claim", cue=conf.cue,
+                    outcome=f"{call.name} succeeded in this turn", tool=call.name, call=i,
+                    rule="claimed"),
+        question=(f"The agent says it is done, but {call.name} was refused; does it confirm "
+                  "what did not happen?"),
+        evidence=Span(source="agent", start=conf.start, end=conf.end, text=conf.cue),
+    )]
+
+
 def compile_tool_pc(ctx: TurnContext) -> list[Criterion]:
-    out: list[Criterion] = []
+    out: list[Criterion] = _claim_after_refusal(ctx)
     for site in commit_sites(ctx):
         name, i = site.call.name, site.index
         if site.tool.confirmation == "explicit":

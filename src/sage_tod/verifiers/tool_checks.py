@@ -483,6 +483,9 @@ def decide_tool_iuv(a: IUVArgs) -> Decision:
 
 
 def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
+    if a.certainty == "tool_claim":
+        return Decision(Outcome.TRUE, 0.9, f"the agent confirms ({a.cue[:60]!r}) while "
+                        f"{a.tool} was refused in this turn and nothing else committed")
     site = _site(ctx, a.call)
     if site is None:
         return Decision.abstain("the call is not in this turn")
