@@ -85,3 +85,64 @@ def test_cli_engine_ray_writes_the_same_file(local_ray: Any, tmp_path: Path,
     assert a.exit_code == 0 and b.exit_code == 0, a.output + b.output
     assert [v.to_json() for v in read_verdicts(tmp_path / "ray.parquet")] == [
         v.to_json() for v in read_verdicts(tmp_path / "plain.jsonl")]
+
+
+def _ray_workers(root: int) -> list[int]:
+    """PIDs of the Ray worker processes that hold tasks or actors (`ray::<name>`, not
+    `ray::IDLE`), found through /proc: a kill test needs no psutil."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit() or int(p.name) == root:
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if cmd.startswith("ray::") and not cmd.startswith("ray::IDLE"):
+            out.append(int(p.name))
+    return out
+
+
+def test_a_ray_worker_killed_mid_run_gives_the_same_file(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGKILL a Ray worker while `evaluate --engine ray` runs: the run either survives
+    (Ray restarts the actor and retries its blocks) or stops, and `--resume` finishes it;
+    either way the verdicts equal an uninterrupted plain run's, in order."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    monkeypatch.setenv("SAGE_TOD_NLI_CACHE", "off")
+    lines = [json.loads(x) for x in demo.turns_path().read_text().splitlines() if x.strip()]
+    turns = tmp_path / "big.jsonl"
+    with turns.open("w") as fh:
+        for k in range(40):  # 2,360 turns
+            for obj in lines:
+                fh.write(json.dumps({**obj, "dialogue_id": f"{obj['dialogue_id']}-{k}"}) + "\n")
+    common = [sys.executable, "-m", "sage_tod.cli.app", "evaluate", "--spec",
+              str(demo.spec_path()), "--turns", str(turns), "-c", "s1", "-q", "--reproducible"]
+    ref = tmp_path / "plain.jsonl"
+    subprocess.run([*common, "--out", str(ref)], check=True, timeout=300)
+    out = tmp_path / "ray.jsonl"
+    ray_args = ["--engine", "ray", "--workers", "2", "--batch-size", "8"]
+    proc = subprocess.Popen([*common, "--out", str(out), *ray_args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    killed: list[int] = []
+    deadline = time.time() + 240
+    while not killed and proc.poll() is None and time.time() < deadline:
+        workers = _ray_workers(proc.pid)
+        if workers and out.exists() and out.stat().st_size > 0:
+            os.kill(workers[0], signal.SIGKILL)
+            killed.append(workers[0])
+        time.sleep(0.05)
+    rc = proc.wait(timeout=300)
+    print(f"killed {killed}, run exit status {rc}")  # shown with -s: which path was taken
+    if not killed:
+        pytest.skip("the run ended before a Ray worker could be killed")
+    if rc != 0:  # the run stopped: what it wrote is kept, --resume finishes it
+        subprocess.run([*common, "--out", str(out), *ray_args, "--resume"], check=True,
+                       timeout=300)
+    assert [v.to_json() for v in read_verdicts(out)] == [
+        v.to_json() for v in read_verdicts(ref)]
