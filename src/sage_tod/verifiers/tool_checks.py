@@ -28,7 +28,7 @@ from typing import Any
 
 from sage_tod.compiler.context import TurnContext
 from sage_tod.compiler.extract import EXACT
-from sage_tod.compiler.tool_calls import CallSite, commit_sites, leaf_text
+from sage_tod.compiler.tool_calls import CallSite, commit_sites, leaf_text, leaves
 from sage_tod.contracts.criteria import Decision, IUVArgs, Outcome, PCArgs, Span, UVArgs
 from sage_tod.contracts.tool_rules import evaluate_rule
 from sage_tod.contracts.turns import ToolCall
@@ -58,11 +58,6 @@ class ToolView:
     users: list[Utterance]
     agents: list[Utterance]  # earlier agent messages, oldest first
     prior: list[PriorCall]
-    order: dict[tuple[int | None, int], int]  # (entry, position) -> rank in time
-    user_rank: list[int]  # rank in time of each `users` entry (same order)
-
-
-_NEG = -1
 
 
 def tool_view(ctx: TurnContext, site: CallSite) -> ToolView:
@@ -82,17 +77,20 @@ def tool_view(ctx: TurnContext, site: CallSite) -> ToolView:
     for j, c in enumerate((ctx.turn.tool_calls or ())[:site.index]):
         if not c.error:
             prior.append(PriorCall(None, j, c))
-    order = {(p.index, p.position): n for n, p in enumerate(prior)}
-    user_rank = [u.index if u.index is not None else len(hist) for u in users]
-    return ToolView(users, agents, prior, order, user_rank)
+    return ToolView(users, agents, prior)
 
 
 # ---------------------------------------------------------------------------------------------
 # mentions
 
 
+_SEPARATORS = str.maketrans("_#-", "   ")
+
+
 def _norm(text: str) -> str:
-    return re.sub(r"[_#]+", " ", text.lower()).replace("-", " ")
+    """Lower case, `_`, `#` and `-` as spaces, one character for one (so a match in the
+    normalised text is a span of the original)."""
+    return text.lower().translate(_SEPARATORS)
 
 
 def mention_at(text: str, value: str) -> tuple[int, int] | None:
@@ -334,19 +332,8 @@ def _agent_named_then_yes(view: ToolView, texts: list[str]) -> bool:
 
 
 def _args_from_user(view: ToolView, call: ToolCall, ctx: TurnContext) -> bool:
-    leaves_ = [leaf_text(v) for v in _scalars(call.arguments)]
+    leaves_ = [leaf_text(v) for _, v in leaves(call.arguments)]
     return bool(leaves_) and all(_user_mention(view, t, ctx, None) is not None for t in leaves_)
-
-
-def _scalars(v: Any) -> Iterator[Any]:
-    if isinstance(v, dict):
-        for x in v.values():
-            yield from _scalars(x)
-    elif isinstance(v, list):
-        for x in v:
-            yield from _scalars(x)
-    elif v is not None:
-        yield v
 
 
 def _result_span(hit: Hit) -> Span:
