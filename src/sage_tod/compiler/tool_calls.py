@@ -243,9 +243,55 @@ def latest_statement(ctx: TurnContext, wf: Workflow, slot: str) -> Statement | N
     return None
 
 
+def latest_cue(ctx: TurnContext, cue: str) -> tuple[re.Match[str], str, int | None] | None:
+    """The user's newest message matching `cue` (case-insensitive): the match, the
+    message's source and history index."""
+    pattern = re.compile(cue, re.IGNORECASE)
+    hist = ctx.turn.history or ()
+    texts: list[tuple[str, int | None, str]] = [("user", None, ctx.turn.user)]
+    texts += [("history.user", i, hist[i].user) for i in range(len(hist) - 1, -1, -1)
+              if hist[i].user]
+    for source, index, text in texts:
+        m = pattern.search(text)
+        if m is not None:
+            return m, source, index
+    return None
+
+
+def _preferences(ctx: TurnContext, site: CallSite) -> list[Criterion]:
+    """IUV for a choice the user asked for ("the cheapest"): raised when a user message
+    matches the preference's cue; S1 compares the committed option with the others."""
+    out: list[Criterion] = []
+    for pref in site.tool.prefer:
+        found = latest_cue(ctx, pref.cue)
+        if found is None:
+            continue
+        m, source, index = found
+        items = site.call.arguments.get(pref.items)
+        if not isinstance(items, list) or not items:
+            continue
+        chosen = ", ".join(" ".join(leaf_text(it.get(f)) for f in pref.same if f in it)
+                           for it in items if isinstance(it, dict))
+        out.append(Criterion(
+            id=f"IUV:call{site.index}:prefer:{pref.id}", failure_class=FailureClass.IUV,
+            args=IUVArgs(slot=pref.items, candidates=(pref.items,), value=m.group(0),
+                         readings=(m.group(0),), confidence=1.0,
+                         source=f"tool_call:prefer:{pref.id}",
+                         state_after={pref.items: chosen}, tool=site.call.name,
+                         call=site.index),
+            question=(f"The user asked for {m.group(0)!r}; is the {pref.items} option "
+                      f"{site.call.name} commits the one with the lowest {pref.id} key among "
+                      "the options the reads listed?"),
+            evidence=Span(source=source, index=index, start=m.start(), end=m.end(),
+                          text=m.group(0)),
+        ))
+    return out
+
+
 def compile_tool_iuv(ctx: TurnContext) -> list[Criterion]:
     out: list[Criterion] = []
     for site in commit_sites(ctx):
+        out.extend(_preferences(ctx, site))
         by_slot: dict[str, list[str]] = {}
         for path, value in leaves(site.call.arguments):
             slot = mapped_slot(site.tool, path)

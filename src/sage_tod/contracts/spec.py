@@ -28,7 +28,14 @@ from sage_tod.contracts.predicate import (
     render,
 )
 from sage_tod.contracts.safejson import UnsafeDocument, check_tree, parse_json
-from sage_tod.contracts.tool_rules import RuleSyntaxError, ToolRule, ToolTarget, compile_rule
+from sage_tod.contracts.tool_rules import (
+    PREFERENCE_NAMES,
+    RuleSyntaxError,
+    ToolPreference,
+    ToolRule,
+    ToolTarget,
+    compile_rule,
+)
 from sage_tod.text.keys import normalize_typed
 from sage_tod.text.memo import remembered
 from sage_tod.text.normalize import is_unset, synonym_table
@@ -120,6 +127,7 @@ class ToolSpec(BaseModel):
     confirmation: Literal["explicit", "none"] = "explicit"
     after: tuple[str, ...] = ()
     rules: tuple[ToolRule, ...] = ()
+    prefer: tuple[ToolPreference, ...] = ()
     ground: dict[str, Literal["any", "user", "referred", "result", "free"]] = Field(
         default_factory=dict)
 
@@ -498,8 +506,32 @@ def _check_tool_rules(tool: str, ts: ToolSpec, tools: Mapping[str, ToolSpec],
                     raise InputError(path, f"rule {rule.id!r} reads results.{name}, a tool "
                                      "this workflow does not declare",
                                      field=f"{where}.rules[{j}].{part}")
-    if (ts.rules or ts.target is not None or ts.after) and not ts.is_commit:
-        raise InputError(path, "target, after and rules are for committing tools (set "
+    for j, pref in enumerate(ts.prefer):
+        at = f"{where}.prefer[{j}]"
+        if pref.id in seen:
+            raise InputError(path, f"duplicate rule id {pref.id!r}", field=f"{at}.id")
+        seen.add(pref.id)
+        try:
+            re.compile(pref.cue)
+        except re.error as exc:
+            raise InputError(path, f"preference {pref.id!r}: cue is not a regular expression "
+                             f"({exc})", field=f"{at}.cue") from None
+        for k, name in enumerate(pref.options):
+            if name not in tools:
+                raise InputError(path, f"preference {pref.id!r} reads options of {name!r}, a "
+                                 "tool this workflow does not declare",
+                                 field=f"{at}.options[{k}]")
+        for part in ("key", "available"):
+            expr = getattr(pref, part)
+            if expr is None:
+                continue
+            try:
+                compile_rule(expr, PREFERENCE_NAMES)
+            except RuleSyntaxError as exc:
+                raise InputError(path, f"preference {pref.id!r} does not compile: {exc}",
+                                 field=f"{at}.{part}") from None
+    if (ts.rules or ts.prefer or ts.target is not None or ts.after) and not ts.is_commit:
+        raise InputError(path, "target, after, rules and prefer are for committing tools (set "
                          "commits: true or confirms: true)", field=where)
 
 

@@ -35,6 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 RULE_NAMES = frozenset({"args", "target", "results", "reads", "calls", "context", "result",
                         "transcript"})
+# a preference's `key` and `available` also see `item`: one record of an option
+PREFERENCE_NAMES = RULE_NAMES | {"item"}
 
 
 class ToolTarget(BaseModel):
@@ -57,6 +59,30 @@ class ToolRule(BaseModel):
     id: str = Field(min_length=1)
     check: str = Field(min_length=1)
     when: str | None = None
+    message: str = ""
+
+
+class ToolPreference(BaseModel):
+    """A choice the user can ask for among the options earlier reads listed ("the
+    cheapest", "a nonstop one"): when a user message matches `cue`, the option the call
+    commits must have the lowest `key` among the available options of the same read.
+
+    An option is one element of a result of an `options` tool: a record, or a list of
+    records (a connection of two flights). The call's `items` argument list holds the
+    chosen records, matched to the result's by the `same` fields. An option's key is the
+    sum of `key` over its records (CEL, with `item` bound to one record): a price sums
+    to the fare, `1` counts the legs. `available` (CEL over `item`, optional) keeps the
+    options that could have been chosen.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=1)
+    cue: str = Field(min_length=1)  # a regular expression, matched case-insensitively
+    options: tuple[str, ...] = Field(min_length=1)
+    items: str = Field(min_length=1)
+    same: tuple[str, ...] = Field(min_length=1)
+    key: str = Field(min_length=1)
+    available: str | None = None
     message: str = ""
 
 
@@ -85,7 +111,7 @@ def _program(expr: str) -> Any:
     return env.program(env.compile(expr))
 
 
-def compile_rule(expr: str) -> None:
+def compile_rule(expr: str, names: frozenset[str] = RULE_NAMES) -> None:
     """Raise `RuleSyntaxError` unless `expr` is a CEL expression over the known names."""
     from celpy.celparser import CELParseError
 
@@ -94,10 +120,10 @@ def compile_rule(expr: str) -> None:
     except CELParseError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
         raise RuleSyntaxError(first) from None
-    unknown = sorted(_free_names(ast) - RULE_NAMES)
+    unknown = sorted(_free_names(ast) - names)
     if unknown:
         raise RuleSyntaxError(f"unknown name {unknown[0]!r} (a rule can use "
-                              f"{', '.join(sorted(RULE_NAMES))})")
+                              f"{', '.join(sorted(names))})")
 
 
 def _free_names(tree: Any) -> set[str]:
@@ -132,22 +158,44 @@ def _free_names(tree: Any) -> set[str]:
 def evaluate_rule(expr: str, bindings: Mapping[str, Any]) -> RuleResult:
     """Evaluate a compiled-at-load rule on JSON-like `bindings`."""
     from celpy import celtypes
+
+    out, reason = _evaluate(expr, bindings)
+    if reason:
+        return RuleResult(None, reason)
+    if isinstance(out, bool | celtypes.BoolType):
+        return RuleResult(bool(out))
+    return RuleResult(None, f"the rule gave {type(out).__name__}, not a boolean")
+
+
+def evaluate_number(expr: str, bindings: Mapping[str, Any]) -> tuple[float | None, str]:
+    """A preference key: (number, "") or (None, why it could not be evaluated)."""
+    from celpy import celtypes
+
+    out, reason = _evaluate(expr, bindings)
+    if reason:
+        return None, reason
+    if isinstance(out, bool | celtypes.BoolType) or not isinstance(out, int | float):
+        return None, f"the key gave {type(out).__name__}, not a number"
+    return float(out), ""
+
+
+def _evaluate(expr: str, bindings: Mapping[str, Any]) -> tuple[Any, str]:
+    """(value, "") or (None, the reason the log cannot give a value)."""
     from celpy.adapter import json_to_cel
     from celpy.evaluation import CELEvalError
 
-    missing = sorted(n for n in RULE_NAMES if bindings.get(n) is None and n in expr)
+    names = PREFERENCE_NAMES if "item" in bindings else RULE_NAMES
+    missing = sorted(n for n in names if bindings.get(n) is None and n in expr)
     try:
         activation = {k: json_to_cel(v) for k, v in bindings.items() if v is not None}
         out = _program(expr).evaluate(activation)
     except CELEvalError as exc:
-        return RuleResult(None, _reason(exc, missing))
+        return None, _reason(exc, missing)
     except (TypeError, ValueError, KeyError, ZeroDivisionError, RecursionError) as exc:
-        return RuleResult(None, f"{type(exc).__name__}: {exc}")
+        return None, f"{type(exc).__name__}: {exc}"
     if isinstance(out, CELEvalError):
-        return RuleResult(None, _reason(out, missing))
-    if isinstance(out, bool | celtypes.BoolType):
-        return RuleResult(bool(out))
-    return RuleResult(None, f"the rule gave {type(out).__name__}, not a boolean")
+        return None, _reason(out, missing)
+    return out, ""
 
 
 def _reason(exc: Exception, missing: list[str]) -> str:

@@ -278,7 +278,7 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
     now always there, structured.
     """
     del tool_results  # always on (structured); the option is accepted for compatibility
-    results = {m.call_id: m for m in msgs if m.role == "tool" and m.call_id is not None}
+    answers = pair_results(msgs)
     uses_tools = any(m.calls for m in msgs)
     wf, rule = choose_workflow(spec, msgs, workflow)
     history: list[dict[str, Any]] = []
@@ -340,24 +340,22 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
             cur = _Open(m.text, first=m.index)
             continue
         if m.role == "tool":
-            continue  # read through `results` when its call is processed
+            continue  # read through `answers` when its call is processed
         # assistant
         if cur is None:
             if m.text.strip():
                 lead.append(m.text)
             for c in m.calls:
                 result.notes["tool call before the first user message"] += 1
-                _apply(c, wf, spec, results, state, result, None)
-                lead_calls.append(tool_call_record(
-                    c, results.get(c.id) if c.id is not None else None))
+                _apply(c, wf, spec, answers.get(id(c)), state, result, None)
+                lead_calls.append(tool_call_record(c, answers.get(id(c))))
             continue
         if m.text.strip():
             cur.agent.append(m.text)
         for c in m.calls:
-            rec = _apply(c, wf, spec, results, state, result, cur)
+            rec = _apply(c, wf, spec, answers.get(id(c)), state, result, cur)
             cur.calls.append(rec)
-            cur.tool_calls.append(tool_call_record(
-                c, results.get(c.id) if c.id is not None else None))
+            cur.tool_calls.append(tool_call_record(c, answers.get(id(c))))
     if cur is not None:
         close(cur, before)
     elif lead:
@@ -365,9 +363,31 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
     return turns
 
 
-def _apply(c: Call, wf: Workflow, spec: SpecBundle, results: Mapping[str, Message],
+def pair_results(msgs: Sequence[Message]) -> dict[int, Message]:
+    """The tool message answering each call (keyed by `id(call)`): the first tool message
+    after the call that carries its id and answers no earlier call. Some logs reuse an id
+    (τ-bench's gpt-4o trajectories answer a later write with a search's id); a plain
+    id -> message map would hand the search the write's result."""
+    out: dict[int, Message] = {}
+    waiting: list[Call] = []
+    answered: list[Call] = []
+    for m in msgs:
+        if m.role == "assistant":
+            waiting.extend(c for c in m.calls if c.id is not None)
+        elif m.role == "tool" and m.call_id is not None:
+            c = next((c for c in waiting if c.id == m.call_id), None)
+            if c is None and waiting and any(a.id == m.call_id for a in answered):
+                c = waiting[0]  # an id already answered: the oldest call still waiting
+            if c is not None:
+                answered.append(c)
+                out[id(c)] = m
+                waiting.remove(c)
+    return out
+
+
+def _apply(c: Call, wf: Workflow, spec: SpecBundle, answer: Message | None,
            state: dict[str, str], result: ImportResult, cur: _Open | None) -> dict[str, Any]:
-    failed = c.id is not None and _failed(results.get(c.id))
+    failed = c.id is not None and _failed(answer)
     rec: dict[str, Any] = {"name": c.name, "ok": not failed}
     ts = wf.tools.get(c.name)
     if ts is None:

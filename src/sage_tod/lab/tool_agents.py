@@ -46,7 +46,7 @@ from typing import Any
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle
 from sage_tod.importers.base import TurnDict
-from sage_tod.importers.chat import Call, Message, parse_messages
+from sage_tod.importers.chat import Call, Message, pair_results, parse_messages
 from sage_tod.importers.records import read_document
 from sage_tod.importers.tau_bench import read as read_tau_bench
 
@@ -290,7 +290,7 @@ def conversation_labels(msgs: Sequence[Message], golds: Sequence[GoldAction],
     counts as a turn (simulator control messages open none). Without it, every
     user message opens a turn. Calls before the first turn belong to no turn.
     """
-    results = {m.call_id: m for m in msgs if m.role == "tool" and m.call_id is not None}
+    answers = pair_results(msgs)  # the importer's pairing (a reused call id included)
     starts = set(firsts) if firsts is not None else {m.index for m in msgs if m.role == "user"}
     turns: list[list[Call]] = []
     for m in msgs:
@@ -305,7 +305,7 @@ def conversation_labels(msgs: Sequence[Message], golds: Sequence[GoldAction],
         for c in calls:
             if c.name not in writes:
                 continue
-            if c.id is not None and _failed(results.get(c.id)):
+            if c.id is not None and _failed(answers.get(id(c))):
                 failed += 1
                 continue
             judged.append(judge_call(c, golds, writes))

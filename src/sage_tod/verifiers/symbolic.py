@@ -82,7 +82,7 @@ class SymbolicVerifier:
         a = c.args
         if isinstance(a, UVArgs | PCArgs | IUVArgs) and a.tool is not None:
             if isinstance(a, IUVArgs):
-                return decide_tool_iuv(a)
+                return decide_tool_iuv(a, ctx)
             return decide_tool_uv(a, ctx) if isinstance(a, UVArgs) else decide_tool_pc(a, ctx)
         if isinstance(a, UVArgs):
             return _uv(a, ctx)

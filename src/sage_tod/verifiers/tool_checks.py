@@ -30,7 +30,7 @@ from sage_tod.compiler.context import TurnContext
 from sage_tod.compiler.extract import EXACT
 from sage_tod.compiler.tool_calls import CallSite, commit_sites, leaf_text, leaves
 from sage_tod.contracts.criteria import Decision, IUVArgs, Outcome, PCArgs, Span, UVArgs
-from sage_tod.contracts.tool_rules import evaluate_rule
+from sage_tod.contracts.tool_rules import ToolPreference, evaluate_number, evaluate_rule
 from sage_tod.contracts.turns import ToolCall
 from sage_tod.text.match import find_value
 
@@ -442,6 +442,9 @@ def _referred(a: UVArgs, ctx: TurnContext, view: ToolView, value: str) -> Decisi
                             _result_span(hit))
     if _agent_named_then_yes(view, [value, *_id_words(value)]):
         return Decision(Outcome.FALSE, 0.8, f"the agent proposed {value!r} and the user agreed")
+    original = _original_payment(ctx, view, value, a.call)
+    if original is not None:
+        return original
     for u in reversed(view.users):
         for w in _id_words(value):
             at = mention_at(u.text, w)
@@ -453,15 +456,62 @@ def _referred(a: UVArgs, ctx: TurnContext, view: ToolView, value: str) -> Decisi
                     "named, not agreed to when the agent named it)")
 
 
+# "my original payment method", "the same card", "the card I paid with": a reference to
+# how the entity the call acts on was paid, which its record (a payment history) holds
+_ORIGINAL = re.compile(
+    r"\b(?:original|same|initial|previous)\s+(?:form of\s+|mode of\s+)?(?:payment|card|"
+    r"credit card|gift card|method)|\b(?:card|method) (?:I|we) (?:originally )?(?:paid|used)\b",
+    re.IGNORECASE)
+
+
+def _original_payment(ctx: TurnContext, view: ToolView, value: str, call: int | None
+                      ) -> Decision | None:
+    """The user referred to the original payment (said it, or agreed when the agent
+    said it) and the record of the entity this call acts on holds `value`."""
+    site = _site(ctx, call)
+    if site is None:
+        return None
+    _, target = rule_bindings(ctx, site, view)
+    if target is None or not any(_same(v, value) for _, v in leaves(target.call.result)):
+        return None
+    said = next((u for u in reversed(view.users) if _ORIGINAL.search(u.text)), None)
+    if said is None:
+        for a in reversed(view.agents):
+            if _ORIGINAL.search(a.text):
+                after = a.index if a.index is not None else -1
+                nxt = next((u for u in view.users
+                            if (u.index if u.index is not None else 10**9) > after), None)
+                if nxt is not None and (affirms(nxt.text) or _consents(nxt.text)):
+                    said = nxt
+                break
+    if said is None:
+        return None
+    m = _ORIGINAL.search(said.text)
+    span = None if m is None else Span(source=said.source, index=said.index, start=m.start(),
+                                       end=m.end(), text=m.group(0))
+    return Decision(Outcome.FALSE, 0.8, f"the user referred to the original payment, and "
+                    f"{target.call.name}'s record of what the call acts on holds {value!r}",
+                    span if span is not None else _result_span_of(target))
+
+
+def _result_span_of(p: PriorCall) -> Span:
+    text = json.dumps(p.call.result, ensure_ascii=False, sort_keys=True)[:300]
+    return Span(source="tool_result", index=p.index, start=0, end=len(text), text=text,
+                call=p.position)
+
+
 def _id_words(value: str) -> list[str]:
     """The words of an id that say what it is: "gift_card_5634230" -> ["gift card"]."""
     words = " ".join(w for w in re.split(r"[_\W\d]+", value) if len(w) >= 3)
     return [words] if len(words) >= 4 and words.lower() != value.lower() else []
 
 
-def decide_tool_iuv(a: IUVArgs) -> Decision:
+def decide_tool_iuv(a: IUVArgs, ctx: TurnContext) -> Decision:
     """The user's last word on a closed-set slot is not in the call: exact readings
-    decide it (the compiler raises the criterion only when the call lacks the value)."""
+    decide it (the compiler raises the criterion only when the call lacks the value).
+    A preference ("the cheapest") is decided over the options the reads listed."""
+    if a.source.startswith("tool_call:prefer:"):
+        return _preference(a, ctx, a.source.removeprefix("tool_call:prefer:"))
     if a.confidence < EXACT:
         return Decision.abstain(f"the reading of {a.value!r} is not certain "
                                 f"({a.confidence:.2f})")
@@ -508,6 +558,127 @@ def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
         return Decision(Outcome.FALSE, 1.0, f"rule {rule.id!r} holds", span)
     return Decision(Outcome.TRUE, 1.0, f"rule {rule.id!r} is false: "
                     f"{rule.message or rule.check}", span)
+
+
+Option = tuple[Mapping[str, Any], ...]
+
+
+def _options(call: ToolCall) -> list[Option]:
+    """The options a read listed: each element a record, or a list of records. A field
+    a record leaves out (or null) but the read was asked for is the read's argument: a
+    search for flights on a date lists flights of that date."""
+    def filled(rec: Mapping[str, Any]) -> Mapping[str, Any]:
+        missing = {k: v for k, v in call.arguments.items() if rec.get(k) is None}
+        return {**rec, **missing} if missing else rec
+
+    out: list[Option] = []
+    result = call.result
+    for el in result if isinstance(result, list) else ():
+        if isinstance(el, dict):
+            out.append((filled(el),))
+        elif isinstance(el, list) and el and all(isinstance(r, dict) for r in el):
+            out.append(tuple(filled(r) for r in el))
+    return out
+
+
+def _option_key(pref: ToolPreference, option: Option, bindings: Mapping[str, Any]
+                ) -> tuple[float | None, bool, str]:
+    """(the option's key, whether it was available, why the key is unknown)."""
+    total = 0.0
+    available = True
+    for rec in option:
+        b = {**bindings, "item": dict(rec)}
+        k, why = evaluate_number(pref.key, b)
+        if k is None:
+            return None, False, why
+        total += k
+        if pref.available is not None:
+            ok = evaluate_rule(pref.available, b)
+            available = available and ok.value is True
+    return total, available, ""
+
+
+def _describe(pref: ToolPreference, option: Option) -> str:
+    return " + ".join(" ".join(leaf_text(r.get(f)) for f in pref.same if f in r) for r in option)
+
+
+def _preference(a: IUVArgs, ctx: TurnContext, pref_id: str) -> Decision:
+    """The committed option against every available option of the same read: the user
+    asked for the lowest key ("the cheapest"), so a lower one is a failure — unless the
+    user named the committed option themselves."""
+    site = _site(ctx, a.call)
+    if site is None:
+        return Decision.abstain("the call is not in this turn")
+    pref = next((p for p in site.tool.prefer if p.id == pref_id), None)
+    if pref is None:
+        return Decision.abstain(f"the spec has no preference {pref_id!r} for {site.call.name}")
+    items = [it for it in site.call.arguments.get(pref.items) or () if isinstance(it, dict)]
+    view = tool_view(ctx, site)
+    bindings, _ = rule_bindings(ctx, site, view)
+
+    def picked(rec: Mapping[str, Any]) -> bool:
+        return any(all(f in it and _same(rec.get(f), leaf_text(it[f])) for f in pref.same)
+                   for it in items)
+
+    groups: dict[str, list[tuple[PriorCall, Option]]] = {}
+    for p in view.prior:
+        if p.call.name in pref.options:
+            key = json.dumps(p.call.arguments, sort_keys=True, default=str)
+            opts = groups.setdefault(key, [])
+            seen = [o for _, o in opts]
+            opts.extend((p, o) for o in _options(p.call) if o not in seen)
+    checked = 0
+    for opts in groups.values():
+        mine = [o for _, o in opts if all(picked(r) for r in o)]
+        if not mine:
+            continue
+        chosen = max(mine, key=len)
+        cost, _, why = _option_key(pref, chosen, bindings)
+        if cost is None:
+            return Decision.abstain(f"preference {pref.id!r}: the committed option's key "
+                                    f"cannot be evaluated ({why})")
+        checked += 1
+        best: tuple[float, PriorCall, Option] | None = None
+        for p, o in opts:
+            k, ok, _ = _option_key(pref, o, bindings)
+            if k is not None and ok and k < cost - 1e-9 and (best is None or k < best[0]):
+                best = (k, p, o)
+        if best is None:
+            continue
+        named = _user_named(view, chosen, pref)
+        if named is not None:
+            return Decision(Outcome.FALSE, 0.8, f"the user named the option themselves "
+                            f"({named.text!r})", named)
+        k, src, option = best
+        text = json.dumps([{f: r.get(f) for f in pref.same} for r in option],
+                          ensure_ascii=False, sort_keys=True)[:300]
+        span = Span(source="tool_result", index=src.index, start=0, end=len(text), text=text,
+                    call=src.position)
+        return Decision(Outcome.TRUE, 0.9, f"the user asked for {a.value!r}"
+                        f"{' (' + pref.message + ')' if pref.message else ''}: "
+                        f"{_describe(pref, chosen)} has key {cost:g}, but "
+                        f"{src.call.name} also listed {_describe(pref, option)} at {k:g}",
+                        span)
+    if not checked:
+        return Decision.abstain(f"preference {pref.id!r}: the committed {pref.items} are in no "
+                                f"result of {', '.join(pref.options)}")
+    return Decision(Outcome.FALSE, 1.0, f"no available option the reads listed has a lower "
+                    f"{pref.id} key than the committed one")
+
+
+def _user_named(view: ToolView, option: Option, pref: ToolPreference) -> Span | None:
+    """A user message naming an id-like field of the option (a flight number)."""
+    for rec in option:
+        for f in pref.same:
+            v = leaf_text(rec.get(f)) if rec.get(f) is not None else ""
+            if not is_id_like(v):
+                continue
+            for u in reversed(view.users):
+                at = mention_at(u.text, v)
+                if at is not None:
+                    return Span(source=u.source, index=u.index, start=at[0], end=at[1],
+                                text=u.text[at[0]:at[1]])
+    return None
 
 
 def rule_bindings(ctx: TurnContext, site: CallSite, view: ToolView

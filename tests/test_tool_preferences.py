@@ -1,0 +1,128 @@
+"""Preferences over listed options ("the cheapest") and the pairing of calls with results.
+
+Real logs:
+- $SAGE_TOD_DATA/tool-agents/tau2-airline-whissle.json (sierra-research/tau2-bench,
+  results/whissle/airline_run1.json, MIT): task 16 — the user asks for "the cheapest
+  economy option" for a new date and the agent books HAT227 + HAT139 ($216) while the
+  search listed HAT110 + HAT172 ($207) with seats (τ²-bench gives the task reward 0);
+- tests/fixtures/logs/tau-bench-gpt-4o-airline.json (sierra-research/tau-bench, MIT): a
+  gpt-4o trajectory whose `calculate` call reuses the id of the earlier
+  `get_user_details` call, and whose one-stop search reuses the direct search's id.
+Spec: examples/tau2-airline/spec.yaml (`prefer: cheapest`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sage_tod import Evaluator
+from sage_tod.contracts.errors import InputError
+from sage_tod.contracts.spec import load_spec, parse_spec
+from sage_tod.importers.chat import pair_results, parse_messages
+from sage_tod.importers.tau_bench import read as read_tau
+
+ROOT = Path(__file__).resolve().parents[1]
+AIRLINE = ROOT / "examples" / "tau2-airline" / "spec.yaml"
+V1_LOG = ROOT / "tests" / "fixtures" / "logs" / "tau-bench-gpt-4o-airline.json"
+WHISSLE = Path(os.environ.get("SAGE_TOD_DATA", "/nonexistent")) / "tool-agents" / \
+    "tau2-airline-whissle.json"
+needs_data = pytest.mark.skipif(not WHISSLE.exists(),
+                                reason="tool-agents data absent ($SAGE_TOD_DATA)")
+CID = "IUV:call0:prefer:cheapest"
+
+
+def _task16() -> dict[str, Any]:
+    doc = json.loads(WHISSLE.read_text())
+    sim = next(s for s in doc["simulations"] if str(s["task_id"]) == "16")
+    return {"simulations": [sim], "tasks": [], "info": doc.get("info", {})}
+
+
+def _verdicts(doc: dict[str, Any], tmp_path: Path) -> dict[int, Any]:
+    p = tmp_path / "log.json"
+    p.write_text(json.dumps(doc))
+    spec = load_spec(AIRLINE)
+    res = read_tau(p, spec)
+    return {int(v.turn_id): v for v in Evaluator(spec, config="s1").evaluate(
+        res.records(spec).records)}
+
+
+def _booking_turn(vs: dict[int, Any]) -> Any:
+    return next(v for v in vs.values() if any(c.id == CID for c in v.criteria))
+
+
+@needs_data
+def test_a_costlier_option_than_the_cheapest_listed_fires_with_the_result(
+        tmp_path: Path) -> None:
+    v = _booking_turn(_verdicts(_task16(), tmp_path))
+    c = next(c for c in v.criteria if c.id == CID)
+    assert v.verdict == "failure" and "IUV" in v.classes
+    assert c.decision.value == "true" and c.decided_by == "S1"
+    assert "HAT227" in c.rationale and "216" in c.rationale and "207" in c.rationale
+    assert c.support is not None and c.support.source == "tool_result"
+    assert "HAT172" in c.support.text  # the cheaper option, as the search listed it
+    assert c.evidence is not None and c.evidence.text.lower() == "cheapest"
+
+
+@needs_data
+def test_the_committed_option_named_by_the_user_holds(tmp_path: Path) -> None:
+    doc = _task16()
+    msgs = doc["simulations"][0]["messages"]
+    last_user = max(i for i, m in enumerate(msgs)
+                    if m["role"] == "user" and any(
+                        c.get("name") == "update_reservation_flights"
+                        for n in msgs[i + 1:i + 3] for c in n.get("tool_calls") or []))
+    msgs[last_user]["content"] = "Yes, book HAT227 and HAT139 please."
+    c = next(c for c in _booking_turn(_verdicts(doc, tmp_path)).criteria if c.id == CID)
+    assert c.decision.value == "false" and "HAT227" in c.rationale
+
+
+@needs_data
+def test_no_preference_without_the_users_words(tmp_path: Path) -> None:
+    doc = copy.deepcopy(_task16())
+    for m in doc["simulations"][0]["messages"]:
+        if m["role"] == "user" and m.get("content"):
+            m["content"] = m["content"].replace("cheapest", "best").replace(
+                "Cheapest", "Best")
+    vs = _verdicts(doc, tmp_path)
+    assert not any(c.id == CID for v in vs.values() for c in v.criteria)
+
+
+def test_a_preference_naming_an_undeclared_tool_stops_the_load(tmp_path: Path) -> None:
+    import yaml
+
+    data = yaml.safe_load(AIRLINE.read_text())
+    wf = next(w for w in data["workflows"] if w["id"] == "book_flight")
+    pref = dict(wf["tools"]["book_reservation"]["prefer"][0])
+    pref["options"] = ["search_flights_typo"]
+    wf["tools"]["book_reservation"]["prefer"] = [pref]
+    with pytest.raises(InputError) as err:
+        parse_spec(data, "spec.yaml")
+    assert "prefer[0].options[0]" in str(err.value) and "search_flights_typo" in str(err.value)
+    pref["options"] = ["search_direct_flight"]
+    pref["key"] = "item.prices[args.cabin"
+    with pytest.raises(InputError) as err:
+        parse_spec(data, "spec.yaml")
+    assert "prefer[0].key" in str(err.value)
+
+
+def test_a_reused_call_id_pairs_each_call_with_its_own_result() -> None:
+    doc = json.loads(V1_LOG.read_text())
+    traj = (doc[0] if isinstance(doc, list) else doc)["traj"]
+    msgs = parse_messages(traj, V1_LOG, None, "traj")
+    answers = pair_results(msgs)
+    calls = [c for m in msgs for c in m.calls]
+    by_name = {c.name: answers[id(c)].text for c in calls if id(c) in answers}
+    assert by_name["get_user_details"].lstrip().startswith("{")
+    assert "payment_methods" in by_name["get_user_details"]
+    assert by_name["calculate"].strip() in ("255.0", "55.0")
+    assert by_name["search_onestop_flight"].lstrip().startswith("[[")  # pairs of flights
+    assert by_name["search_direct_flight"].lstrip().startswith("[{")
+    # every call got an answer, and no tool message answered two calls
+    assert all(id(c) in answers for c in calls)
+    assert len({id(m) for m in answers.values()}) == len(answers)
