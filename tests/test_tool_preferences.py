@@ -126,3 +126,22 @@ def test_a_reused_call_id_pairs_each_call_with_its_own_result() -> None:
     # every call got an answer, and no tool message answered two calls
     assert all(id(c) in answers for c in calls)
     assert len({id(m) for m in answers.values()}) == len(answers)
+
+
+def _simulation(task: str) -> dict[str, Any]:
+    doc = json.loads(WHISSLE.read_text())
+    sim = next(s for s in doc["simulations"] if str(s["task_id"]) == task)
+    return {"simulations": [sim], "tasks": [], "info": doc.get("info", {})}
+
+
+@needs_data
+def test_a_retry_after_a_refused_call_is_carried_by_the_users_instruction(
+        tmp_path: Path) -> None:
+    """Task 21: update_reservation_flights is refused (no seats, then the payment), the
+    agent asks which card; "Please use the gift card ..., gift_card_6276644" carries the
+    retry."""
+    vs = _verdicts(_simulation("21"), tmp_path)
+    retry = [c for v in vs.values() for c in v.criteria
+             if c.id.endswith(":confirmation") and "refused" in c.rationale]
+    assert retry and all(c.decision.value == "false" for c in retry)
+    assert any("use" in (c.support.text.lower() if c.support else "") for c in retry)

@@ -692,8 +692,7 @@ def rule_bindings(ctx: TurnContext, site: CallSite, view: ToolView
     t = site.tool.target
     if t is not None:
         want = site.call.arguments.get(t.arg)
-        committing = {n for wf in ctx.spec.workflows.values() for n, ts in wf.tools.items()
-                      if ts.is_commit}
+        committing = committing_names(ctx)
         if want is not None:
             # the entity as last seen: a read of it, or a committed change that returned it
             # (a cabin upgrade before a flight change makes the new cabin the one that counts)
@@ -714,12 +713,29 @@ def rule_bindings(ctx: TurnContext, site: CallSite, view: ToolView
         "calls": [{"name": p.call.name, "arguments": dict(p.call.arguments)}
                   for p in view.prior],
         "context": dict(ctx.spec.context),
-        "target": None if target is None else target.call.result,
+        "target": None if target is None else _as_written(target, committing_names(ctx)),
         "reads": every,
         "result": site.call.result,
         "transcript": transcript(ctx),
     }
     return bindings, target
+
+
+def committing_names(ctx: TurnContext) -> set[str]:
+    return {n for wf in ctx.spec.workflows.values() for n, ts in wf.tools.items()
+            if ts.is_commit}
+
+
+def _as_written(target: PriorCall, committing: set[str]) -> Any:
+    """The entity as a committed change left it: the record the call returned, with the
+    call's own scalar arguments over the fields they name (some backends return the
+    record as it was before the change: a cabin upgrade still reads the old cabin)."""
+    rec = target.call.result
+    if target.call.name not in committing or not isinstance(rec, dict):
+        return rec
+    over = {k: v for k, v in target.call.arguments.items()
+            if k in rec and not isinstance(v, dict | list)}
+    return {**rec, **over} if over else rec
 
 
 def transcript(ctx: TurnContext) -> list[dict[str, str]]:
@@ -732,6 +748,14 @@ def transcript(ctx: TurnContext) -> list[dict[str, str]]:
             out.append({"role": "agent", "text": h.agent})
     out.append({"role": "user", "text": ctx.turn.user})
     return out
+
+
+def _refused_before(ctx: TurnContext, site: CallSite) -> bool:
+    """An earlier call of the same tool in the conversation was refused (a payment method
+    not found, no seats): the action was asked for before this retry."""
+    earlier = [c for h in ctx.turn.history or () for c in h.tool_calls]
+    earlier += list((ctx.turn.tool_calls or ())[:site.index])
+    return any(c.error and c.name == site.call.name for c in earlier)
 
 
 def _confirmation(ctx: TurnContext, site: CallSite) -> Decision:
@@ -753,6 +777,12 @@ def _confirmation(ctx: TurnContext, site: CallSite) -> Decision:
             span = Span(source="user", start=m.start(1), end=m.end(1), text=m.group(1))
             return Decision(Outcome.FALSE, 0.8, "the user told the agent to carry out the "
                             "action it had read back", span)
+    if _refused_before(ctx, site):
+        m = _consents(user)
+        if m is not None:  # a retry: the user supplies what the refused attempt lacked
+            span = Span(source="user", start=m.start(1), end=m.end(1), text=m.group(1))
+            return Decision(Outcome.FALSE, 0.8, f"the user told the agent to carry on after "
+                            f"an earlier {site.call.name} was refused", span)
     text = user[:200]
     return Decision(Outcome.TRUE, 0.85, f"no explicit yes from the user before {site.call.name}",
                     Span(source="user", start=0, end=len(text), text=text))
