@@ -267,6 +267,8 @@ def _preferences(ctx: TurnContext, site: CallSite) -> list[Criterion]:
         if found is None:
             continue
         m, source, index = found
+        if pref.unless is not None and re.search(pref.unless, m.string, re.IGNORECASE):
+            continue
         items = site.call.arguments.get(pref.items)
         if not isinstance(items, list) or not items:
             continue

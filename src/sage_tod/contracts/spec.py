@@ -511,11 +511,13 @@ def _check_tool_rules(tool: str, ts: ToolSpec, tools: Mapping[str, ToolSpec],
         if pref.id in seen:
             raise InputError(path, f"duplicate rule id {pref.id!r}", field=f"{at}.id")
         seen.add(pref.id)
-        try:
-            re.compile(pref.cue)
-        except re.error as exc:
-            raise InputError(path, f"preference {pref.id!r}: cue is not a regular expression "
-                             f"({exc})", field=f"{at}.cue") from None
+        for part in ("cue", "unless"):
+            pattern = getattr(pref, part)
+            try:
+                re.compile(pattern or "")
+            except re.error as exc:
+                raise InputError(path, f"preference {pref.id!r}: {part} is not a regular "
+                                 f"expression ({exc})", field=f"{at}.{part}") from None
         for k, name in enumerate(pref.options):
             if name not in tools:
                 raise InputError(path, f"preference {pref.id!r} reads options of {name!r}, a "

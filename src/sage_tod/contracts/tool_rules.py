@@ -78,6 +78,9 @@ class ToolPreference(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     id: str = Field(min_length=1)
     cue: str = Field(min_length=1)  # a regular expression, matched case-insensitively
+    # a message that matches `cue` and also `unless` asks for something else ("the second
+    # cheapest, since the cheapest one is usually not great")
+    unless: str | None = None
     options: tuple[str, ...] = Field(min_length=1)
     items: str = Field(min_length=1)
     same: tuple[str, ...] = Field(min_length=1)
