@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from sage_tod import demo
 from sage_tod.cli.app import app
 from sage_tod.outputs.audit_page import _AUDIT_CSS
-from sage_tod.outputs.report_html import _CSS as REPORT_CSS
+from sage_tod.outputs.html_parts import PAGE_CSS as REPORT_CSS
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]

@@ -151,10 +151,11 @@ def test_a_router_that_cannot_load_is_an_input_error_not_a_bug(tmp_path: Path,
     from sage_tod.routing import router
     from sage_tod.routing.encoder import EncoderUnavailable
 
-    def unavailable(*a: object, **k: object) -> list[str]:
+    def unavailable(*a: object, **k: object) -> object:
         raise EncoderUnavailable("all-mpnet-base-v2 not found offline; pip install ...")
 
-    monkeypatch.setattr(router, "route", unavailable)
+    # the encoder the router loads on its first chunk is the one that cannot load
+    monkeypatch.setattr(router, "SentenceTransformerEncoder", unavailable)
     r = _evaluate("--spec", str(demo.spec_path()), "--turns", str(demo.turns_path()),
                   "--out", str(tmp_path / "v.jsonl"), "--route", "mpnet")
     assert r.exit_code == 2  # type: ignore[attr-defined]

@@ -93,3 +93,40 @@ def test_diff_and_explain_show_the_run_header(tmp_path: Path, monkeypatch) -> No
     first = res.output.splitlines()[0]
     assert first.startswith("run: sage-tod ") and "config s1, stages S1" in first
     assert "S1: pc_state=after, wnf_state=either, times=True" in res.output
+
+
+def _as_format_1(src: Path, dst: Path) -> Path:
+    """`src` (format 2) written as sage-tod wrote verdicts before run headers: no header,
+    every field on every line, `format_version` 1."""
+    from sage_tod.contracts.verdicts import iter_verdicts
+
+    dst.write_text("".join(json.dumps({**v.to_dict(), "format_version": 1}) + "\n"
+                           for v in iter_verdicts(src)))
+    return dst
+
+
+def test_format_1_against_format_2_differs_in_the_header_not_in_every_turn(
+        tmp_path: Path) -> None:
+    """The same verdicts in a format-1 and a format-2 file: `format_version` is one header
+    difference (with which side has no header), not 59 changed turns."""
+    new = _run(tmp_path, "new.jsonl")
+    old = _as_format_1(new, tmp_path / "old.jsonl")
+    assert old.read_text().splitlines()[0].startswith('{"format_version": 1')
+    (d,) = diff_runs(old, new)
+    assert d.turns == 59 and d.changed == [] and d.redecided == 0
+    assert d.header == ["format_version (1 then, 2 now)",
+                        "run header (only in new.jsonl; old.jsonl has none: format 1, "
+                        "written before run headers)"]
+    res = CliRunner().invoke(app, ["bench", "diff", str(old), str(new)])
+    assert res.exit_code == 0, res.output
+    assert "run headers differ in format_version (1 then, 2 now)" in res.output
+    assert "59 turns compared: identical" in res.output
+    # a real change across the formats is still one turn, named by its field
+    _edit(new, 3, {"verdict": "undecided"})
+    (d,) = diff_runs(old, new)
+    assert [(c.field, c.decided) for c in d.changed] == [("verdict", True)]
+    res = CliRunner().invoke(app, ["bench", "diff", str(old), str(new)])
+    assert res.exit_code == 1 and "1 of 59 turns differ, 1 in a decision" in res.output
+    # two format-1 files: no header to compare, nothing differs
+    (d,) = diff_runs(old, _as_format_1(_run(tmp_path, "again.jsonl"), tmp_path / "o2.jsonl"))
+    assert d.header == [] and d.changed == []

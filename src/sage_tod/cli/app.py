@@ -200,8 +200,6 @@ def evaluate(
 
     def started(run: FileRun) -> None:
         _note_missing(run.evaluator)
-        if run.imported is not None:
-            report_import(run.imported)
         if run.cut:
             err.print(f"[yellow]resume:[/] {run.cut}", highlight=False)
         if run.resumed:
@@ -224,6 +222,8 @@ def evaluate(
                                             on_start=started))
     finally:
         progress.stop()
+    if run.imported is not None:  # complete now: the log was read as it was evaluated
+        report_import(run.imported)
     if run.skipped:
         err.print(f"[yellow]{len(run.skipped)} invalid line(s) skipped; "
                   f"{summary.n} turn(s) in {out_path}[/]")

@@ -1,9 +1,10 @@
 """`sage-tod import` and the `evaluate --format` input path.
 
-Both read a log through `import_file`; `import` writes the turns as JSONL,
-`evaluate --format` validates them in memory the same way `load_turns`
-validates a file, so evaluating a log directly and evaluating its import give
-the same verdicts.
+`import` reads a log through `import_file` and writes the turns as JSONL;
+`evaluate --format` streams the same turns (`importers.base.stream_file`) and
+validates them as `load_turns` validates a file, so evaluating a log directly and
+evaluating its import give the same verdicts. `report` prints the import summary
+(after the run for `evaluate --format`, once every count is known).
 """
 
 from __future__ import annotations

@@ -321,16 +321,20 @@ def validate_turns(items: Iterable[tuple[int, Any | InputError]], spec: SpecBund
 def iter_validated(items: Iterable[tuple[int, Any | InputError]], spec: SpecBundle,
                    path: str | Path, *, skip_invalid: bool = False,
                    on_skip: Callable[[InputProblem], None] | None = None,
-                   empty: str = "file is empty: no turns") -> Iterator[TurnRecord]:
+                   empty: str | Callable[[], str] = "file is empty: no turns",
+                   dialogues_together: bool = False) -> Iterator[TurnRecord]:
     """`validate_turns`, streamed: each valid record as soon as it is read.
 
     Invalid items raise `InputError` unless `skip_invalid`, when each problem
     goes to `on_skip`. Two turns whose keys (`dialogue:turn`) are equal are
     duplicates, also when the ids differ ("a:b" + 0 and "a" + "b:0"): verdicts
-    are joined by that key.
+    are joined by that key. `empty` is the error when there is no item at all (a
+    function when its words depend on what reading the items counted).
+    `dialogues_together`: the items give each dialogue's turns one after another
+    (`_History`), so only the current dialogue's past is kept.
     """
     seen: dict[str, int] = {}
-    history = _History()
+    history = _History(together=dialogues_together)
     any_item = False
     for n, item in items:
         any_item = True
@@ -351,7 +355,7 @@ def iter_validated(items: Iterable[tuple[int, Any | InputError]], spec: SpecBund
             continue
         yield history.fill(rec)
     if not any_item:
-        raise InputError(path, empty)
+        raise InputError(path, empty if isinstance(empty, str) else empty())
 
 
 def transcript_lines(history: Sequence[HistoryEntry], last: int | None = None) -> list[str]:
@@ -372,13 +376,23 @@ def transcript_lines(history: Sequence[HistoryEntry], last: int | None = None) -
 
 class _History:
     """The earlier exchanges of each dialogue seen so far (shared, never copied per turn
-    beyond the tuple a turn needs)."""
+    beyond the tuple a turn needs).
 
-    def __init__(self) -> None:
+    `together`: each dialogue's turns come one after another (an importer emits a
+    conversation's turns together, each with its own `history`), so the past of a
+    dialogue is dropped when the next one starts. A turns file may interleave its
+    dialogues and keeps every past; for a tool-agent log that would hold every tool
+    result of the whole log until the end.
+    """
+
+    def __init__(self, *, together: bool = False) -> None:
         self._past: dict[str, list[HistoryEntry]] = {}
+        self._together = together
 
     def fill(self, rec: TurnRecord) -> TurnRecord:
         t = rec.turn
+        if self._together and t.dialogue_id not in self._past:
+            self._past.clear()
         past = self._past.setdefault(t.dialogue_id, [])
         if t.history is None:
             t = t.model_copy(update={"history": tuple(past)})

@@ -79,16 +79,18 @@ def _public(settings: RunSettings) -> dict[str, Any]:
 
 def evaluate_records(evaluator: Evaluator, records: Iterable[TurnRecord | Any],
                      settings: RunSettings, *, done: Collection[str] = (),
-                     route: Callable[[list[Any]], list[Any]] | None = None
+                     route: Callable[[Iterable[Any]], Iterable[Any]] | None = None
                      ) -> Iterator[Verdict]:
     """Verdicts of `records` in input order, leaving out the keys in `done` (a resume).
 
     `route` replaces each record's workflow (a router's choice) before it is
-    evaluated; the Ray engine spreads batches over actors with the same settings.
+    evaluated; it is handed the records as a stream and gives them back as one, so
+    routing holds what it routes together, not the input; the Ray engine spreads
+    batches over actors with the same settings.
     """
     todo: Iterable[Any] = (r for r in records if _key(r) not in done) if done else records
     if route is not None:
-        todo = route(list(todo))
+        todo = route(todo)
     verdicts: Iterator[Verdict]
     if settings.engine == "ray":
         from sage_tod.evaluation.ray_engine import evaluate_ray

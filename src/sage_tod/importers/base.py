@@ -12,6 +12,14 @@ Nothing is dropped silently: whatever an importer does not turn into a turn is
 either an error (`InputError`, naming file, record and message index) or a
 `Skipped` item with its reason, and every tool call the spec does not map is
 counted in `ignored_tools` so the command can report it once.
+
+`stream_file` is `import_file` without holding the turns: the formats in
+`STREAMS` hand out one conversation's turns at a time (a τ²-bench results
+document is parsed one simulation at a time, JSONL one line at a time, a large
+JSON list one item at a time), and the `ImportResult`'s counts are complete once
+the turns are used up. `evaluate --format` reads logs that way, so its memory
+does not grow with the log. `multiwoz` and `mwzeval` are read whole (see
+`WHOLE`).
 """
 
 from __future__ import annotations
@@ -19,14 +27,14 @@ from __future__ import annotations
 import importlib
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
 from sage_tod.contracts.errors import InputError, InputProblem
 from sage_tod.contracts.spec import SpecBundle
-from sage_tod.contracts.turns import TurnFile, validate_turns
+from sage_tod.contracts.turns import TurnFile, TurnRecord, iter_validated
 
 TurnDict = dict[str, Any]
 """One turn in the public turns-JSONL shape (with `meta`)."""
@@ -60,10 +68,11 @@ class ImportResult:
     # tools the spec maps that no call in the log used, while the log does call tools: a
     # misspelt name in the spec's `tools` would otherwise re-route and un-map silently
     unused_tools: list[str] = field(default_factory=list)
+    streamed: int = 0  # turns handed out by `iter_records` from a stream, not kept in `turns`
 
     @property
     def n_turns(self) -> int:
-        return len(self.turns)
+        return len(self.turns) + self.streamed
 
     def records(self, spec: SpecBundle, *, skip_invalid: bool = False) -> TurnFile:
         """The turns validated against `spec` exactly as `load_turns` validates a file.
@@ -73,31 +82,71 @@ class ImportResult:
         which is its line in `sage-tod import`'s output), never a line number the
         log does not have.
         """
-        self.unused_tools = self._unused_tools(spec)
-        try:
-            tf = validate_turns(enumerate(self.turns, start=1), spec, self.path,
-                                skip_invalid=skip_invalid,
-                                empty=f"no turns in this {self.format} log ({self.summary()})")
-        except InputError as exc:
-            raise InputError(**self._located(exc.problem)) from None
-        tf.skipped = [InputProblem(**self._located(p)) for p in tf.skipped]
-        return tf
+        out = TurnFile(records=[])
+        out.records = list(self.iter_records(spec, skip_invalid=skip_invalid,
+                                             on_skip=out.skipped.append))
+        return out
 
-    def _unused_tools(self, spec: SpecBundle) -> list[str]:
-        called = {c.get("name") for t in self.turns for c in (t.get("tool_calls") or [])
-                  if isinstance(c, dict)}
-        called |= set(self.ignored_tools)
+    def iter_records(self, spec: SpecBundle, turns: Iterable[TurnDict] | None = None, *,
+                     skip_invalid: bool = False,
+                     on_skip: Callable[[InputProblem], None] | None = None
+                     ) -> Iterator[TurnRecord]:
+        """`records`, one at a time: of `self.turns`, or of `turns` (a `stream_file`
+        stream, counted in `streamed` and not kept). Errors and skipped problems are
+        located in the log as `records` locates them; `unused_tools` and the summary are
+        complete once the turns are used up (a log with no turn says so with them)."""
+        source: Iterable[TurnDict] = self.turns if turns is None else turns
+        counted = turns is not None
+        called: set[Any] = set()
+        current: list[TurnDict | None] = [None]  # the turn being validated
+
+        def numbered() -> Iterator[tuple[int, TurnDict]]:
+            it = iter(source)
+            n = 0
+            while True:
+                try:
+                    t = next(it)
+                except StopIteration:
+                    break
+                except InputError as exc:  # the log's own error: already located
+                    raise _LogError(exc) from None
+                n += 1
+                if counted:
+                    self.streamed += 1
+                called.update(c.get("name") for c in (t.get("tool_calls") or [])
+                              if isinstance(c, dict))
+                current[0] = t
+                yield n, t
+            self.unused_tools = self._unused_tools(spec, called)
+
+        def skipped(p: InputProblem) -> None:
+            if on_skip is not None:
+                on_skip(InputProblem(**self._located(p, current[0])))
+
+        records = iter_validated(
+            numbered(), spec, self.path, skip_invalid=skip_invalid, on_skip=skipped,
+            empty=lambda: f"no turns in this {self.format} log ({self.summary()})",
+            dialogues_together=True)  # every importer emits a conversation at a time
+        try:
+            yield from records
+        except _LogError as exc:
+            raise exc.error from None
+        except InputError as exc:
+            raise InputError(**self._located(exc.problem, current[0])) from None
+
+    def _unused_tools(self, spec: SpecBundle, called: set[Any]) -> list[str]:
+        called = called | set(self.ignored_tools)
         if not called:
             return []  # a log without tool calls (MultiWOZ, SGD, Rasa): nothing to compare
         mapped = {name for wf in spec.workflows.values() for name in wf.tools}
         return sorted(mapped - called)
 
-    def _located(self, p: InputProblem) -> dict[str, Any]:
-        """`p` (numbered by imported turn) re-addressed to where the turn is in the log."""
+    def _located(self, p: InputProblem, t: TurnDict | None) -> dict[str, Any]:
+        """`p` (numbered by imported turn; `t` is that turn) re-addressed to where the
+        turn is in the log."""
         n = p.line
-        if n is None or not 1 <= n <= len(self.turns):
+        if n is None or t is None:
             return {"path": p.path, "message": p.message, "line": None, "field": p.field}
-        t = self.turns[n - 1]
         raw_meta = t.get("meta")
         meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         rec = str(meta.get("record") or "")
@@ -134,7 +183,19 @@ class ImportResult:
                 "unused_tools": list(self.unused_tools)}
 
 
+class _LogError(Exception):
+    """An importer's own `InputError`, carried past the turn validation that would
+    otherwise re-address it as a problem of the turn being validated."""
+
+    def __init__(self, error: InputError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 Importer = Callable[..., ImportResult]
+Streamer = Callable[..., Iterator[TurnDict]]
+"""`stream(result, path, spec, **opts)`: a format's turns, one conversation at a time,
+counting conversations, skipped items and ignored tools in `result` as it goes."""
 
 FORMATS: Mapping[str, str] = {
     "openai-chat": "sage_tod.importers.openai_chat:read",
@@ -146,6 +207,25 @@ FORMATS: Mapping[str, str] = {
     "mwzeval": "sage_tod.importers.mwzeval",
 }
 """Format name -> `module:function` of its importer (`module` alone: see `_mwzeval`)."""
+
+STREAMS: Mapping[str, str] = {
+    "openai-chat": "sage_tod.importers.openai_chat:stream",
+    "tau-bench": "sage_tod.importers.tau_bench:stream",
+    "rasa": "sage_tod.importers.rasa:stream",
+    "sgd": "sage_tod.importers.corpora:stream_sgd",
+}
+"""Format name -> `module:function` of its streaming reader (`Streamer`); each format's
+`read` is that stream collected, so both give the same turns."""
+
+WHOLE: Mapping[str, str] = {
+    "multiwoz": "a MultiWOZ file is one JSON object keyed by dialogue id, and its "
+                "dialogues become turns in sorted id order, which is known only once "
+                "every key has been read",
+    "mwzeval": "predictions are one JSON object keyed by dialogue id, joined with the "
+               "MultiWOZ corpus dialogues (which are loaded whole) and read by the "
+               "mwzeval module's own reader, which returns a list",
+}
+"""Formats `stream_file` reads whole, and why (docs/guarantees.md)."""
 
 
 class UnknownFormat(KeyError):
@@ -212,6 +292,12 @@ def import_file(format: str, path: str | Path, spec: SpecBundle, **opts: Any) ->
     Raises `UnknownFormat` for a format name not in `FORMATS` and `InputError`
     for bad input.
     """
+    p = _checked(format, path, spec, opts)
+    return get_importer(format)(p, spec, **opts)
+
+
+def _checked(format: str, path: str | Path, spec: SpecBundle, opts: Mapping[str, Any]
+             ) -> Path:
     p = Path(path)
     if not p.exists():
         raise InputError(p, "file not found")
@@ -219,7 +305,39 @@ def import_file(format: str, path: str | Path, spec: SpecBundle, **opts: Any) ->
     if wf is not None and spec.workflow(wf) is None:
         raise InputError("--workflow", f"unknown workflow id {wf!r} (spec has: "
                          + ", ".join(sorted(spec.workflows)) + ")")
-    return get_importer(format)(p, spec, **opts)
+    return p
+
+
+def stream_file(format: str, path: str | Path, spec: SpecBundle, **opts: Any
+                ) -> tuple[ImportResult, Iterator[TurnDict]]:
+    """`import_file`, streamed: the result (counts complete once the turns are used up)
+    and the turns, read as they are asked for; the same turns `import_file` gives.
+
+    A format in `WHOLE` is imported whole when the first turn is asked for and its
+    turns handed out from that list (counted as streamed, like the others). Nothing
+    is read before the first turn is asked for, so a log's errors come from the
+    iterator.
+    """
+    p = _checked(format, path, spec, opts)
+    if format not in FORMATS:
+        raise UnknownFormat(format)
+    res = ImportResult(format=format, path=str(p))
+    target = STREAMS.get(format)
+    if target is None:
+        return res, _whole(res, format, p, spec, opts)
+    mod_name, fn_name = target.split(":", 1)
+    streamer = cast(Streamer, getattr(importlib.import_module(mod_name), fn_name))
+    return res, streamer(res, p, spec, **opts)
+
+
+def _whole(res: ImportResult, format: str, path: Path, spec: SpecBundle,
+           opts: Mapping[str, Any]) -> Iterator[TurnDict]:
+    """A `WHOLE` format as a stream: imported at once, its counts copied into `res`."""
+    got = get_importer(format)(path, spec, **opts)
+    for f in fields(ImportResult):
+        setattr(res, f.name, getattr(got, f.name))
+    turns, res.turns = res.turns, []
+    yield from turns
 
 
 # ------------------------------------------------------------------ what a file looks like

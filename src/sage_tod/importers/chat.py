@@ -410,14 +410,25 @@ def _apply(c: Call, wf: Workflow, spec: SpecBundle, answer: Message | None,
     return rec
 
 
-def add_conversation(result: ImportResult, msgs: Sequence[Message], spec: SpecBundle,
-                     dialogue_id: str, where: str, *, workflow: str | None = None,
-                     meta: Mapping[str, Any] | None = None,
-                     tool_results: bool = False) -> None:
-    """One conversation of a log into `result`: its turns, counted; none is a skipped item."""
+def counted_conversation(result: ImportResult, msgs: Sequence[Message], spec: SpecBundle,
+                         dialogue_id: str, where: str, *, workflow: str | None = None,
+                         meta: Mapping[str, Any] | None = None,
+                         tool_results: bool = False) -> list[TurnDict]:
+    """One conversation of a log, counted in `result` (none is a skipped item); its turns
+    are returned, not kept, so a streaming reader holds one conversation at a time."""
     turns = conversation_turns(msgs, spec, dialogue_id, result, workflow=workflow, meta=meta,
                                tool_results=tool_results)
     result.conversations += 1
     if not turns:
         result.skipped.append(Skipped(f"{where} ({dialogue_id})", "no user message"))
-    result.turns.extend(turns)
+    return turns
+
+
+def add_conversation(result: ImportResult, msgs: Sequence[Message], spec: SpecBundle,
+                     dialogue_id: str, where: str, *, workflow: str | None = None,
+                     meta: Mapping[str, Any] | None = None,
+                     tool_results: bool = False) -> None:
+    """One conversation of a log into `result`: its turns, counted; none is a skipped item."""
+    result.turns.extend(counted_conversation(result, msgs, spec, dialogue_id, where,
+                                             workflow=workflow, meta=meta,
+                                             tool_results=tool_results))

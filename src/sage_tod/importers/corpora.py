@@ -20,6 +20,7 @@ workflow of the spec, are counted as skipped with their reason.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from sage_tod.contracts.spec import SpecBundle
 from sage_tod.importers import multiwoz_dialogues as multiwoz
 from sage_tod.importers import sgd_dialogues as sgd
 from sage_tod.importers.base import ImportResult, Skipped, TurnDict
-from sage_tod.importers.records import read_document
+from sage_tod.importers.records import json_records, read_document
 
 
 def _read_json(path: Path) -> Any:
@@ -44,7 +45,9 @@ def _read_json(path: Path) -> Any:
 
 
 def _account(res: ImportResult, did: str, n_pairs: int, odd: bool, got: list[TurnDict],
-             spec: SpecBundle) -> None:
+             spec: SpecBundle) -> list[TurnDict]:
+    """The turns of one dialogue the spec has a workflow for; the rest counted as
+    skipped in `res`, with why."""
     yielded = {t["turn_id"] for t in got}
     for k in range(n_pairs):
         if k not in yielded:
@@ -53,12 +56,14 @@ def _account(res: ImportResult, did: str, n_pairs: int, odd: bool, got: list[Tur
     if odd:
         res.skipped.append(Skipped(f"dialogue {did} turn {n_pairs}",
                                    "user entry without a system reply"))
+    kept: list[TurnDict] = []
     for t in got:
         if t["workflow"] in spec.workflows:
-            res.turns.append(t)
+            kept.append(t)
         else:
             res.skipped.append(Skipped(f"dialogue {did} turn {t['turn_id']}",
                                        f"workflow {t['workflow']!r} is not in the spec"))
+    return kept
 
 
 def read_multiwoz(path: Path, spec: SpecBundle, **_: Any) -> ImportResult:
@@ -87,7 +92,7 @@ def read_multiwoz(path: Path, spec: SpecBundle, **_: Any) -> ImportResult:
             t["meta"]["dataset"] = "multiwoz-format"
         res.conversations += 1
         n = len(dlg["log"])
-        _account(res, name, n // 2, n % 2 == 1, got, spec)
+        res.turns.extend(_account(res, name, n // 2, n % 2 == 1, got, spec))
     return res
 
 
@@ -101,16 +106,48 @@ def _services(spec: SpecBundle) -> Mapping[str, frozenset[str]]:
 
 def read_sgd(path: Path, spec: SpecBundle, **_: Any) -> ImportResult:
     res = ImportResult(format="sgd", path=str(path))
-    data = _read_json(path)
+    res.turns.extend(stream_sgd(res, path, spec))
+    return res
+
+
+def _sgd_whole(data: Any) -> Any:
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
-        raise InputError(path, "an SGD file is a list of dialogues")
+        raise _NotSgd
+    return data
+
+
+class _NotSgd(Exception):
+    """A document that is neither a dialogue nor a list of them."""
+
+
+def _sgd_dialogues(path: Path) -> Iterator[Any]:
+    """The dialogues of an SGD file: a large list one at a time (`json_records`), a
+    gzip file or a smaller document read whole."""
+    if path.suffix == ".gz":
+        data = _read_json(path)
+        yield from _sgd_whole(data)
+        return
+    for rec in json_records(path, _sgd_whole):
+        yield rec.obj
+
+
+def stream_sgd(res: ImportResult, path: Path, spec: SpecBundle, **_: Any
+               ) -> Iterator[TurnDict]:
+    """The turns of an SGD file, one dialogue at a time, counted in `res`."""
     services = _services(spec)
+    dialogues = _sgd_dialogues(path)
+    try:
+        first = next(dialogues, None)
+    except _NotSgd:
+        raise InputError(path, "an SGD file is a list of dialogues") from None
     if not services:
         raise InputError(path, "the spec has no SGD workflow (ids `Service.Intent`); use "
                          "`sage-tod specs export sgd`")
-    for i, dlg in enumerate(data):
+    if first is None:
+        return
+    for i, dlg in enumerate(itertools.chain([first], dialogues)):
         if not isinstance(dlg, dict) or not isinstance(dlg.get("turns"), list):
             raise InputError(path, "missing field 'turns'", field=f"[{i}].turns")
         if not isinstance(dlg.get("dialogue_id"), str):
@@ -126,8 +163,7 @@ def read_sgd(path: Path, spec: SpecBundle, **_: Any) -> ImportResult:
             t["meta"]["dataset"] = "sgd-format"
         res.conversations += 1
         n = len(dlg["turns"])
-        _account(res, dlg["dialogue_id"], n // 2, n % 2 == 1, got, spec)
-    return res
+        yield from _account(res, dlg["dialogue_id"], n // 2, n % 2 == 1, got, spec)
 
 
 def _safe(it: Iterator[TurnDict], path: Path, did: str) -> Iterator[TurnDict]:

@@ -11,28 +11,43 @@ returns it. Turns and state: `sage_tod.importers.chat`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle
-from sage_tod.importers.base import ImportResult
-from sage_tod.importers.chat import add_conversation, parse_messages
-from sage_tod.importers.records import check_roles, iter_records, read_document
+from sage_tod.importers.base import ImportResult, TurnDict
+from sage_tod.importers.chat import counted_conversation, parse_messages
+from sage_tod.importers.records import Record, check_roles, iter_records, json_records
 
 _ID_KEYS = ("id", "conversation_id", "dialogue_id")
+
+
+def _is_message(obj: Any) -> bool:
+    return isinstance(obj, dict) and "role" in obj
+
+
+def _whole(top: Any) -> Any:
+    if isinstance(top, list) and top and all(_is_message(m) for m in top):
+        return [{"messages": top}]  # one conversation written as a bare message list
+    return top
 
 
 def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
          tool_results: bool = False, **_: Any) -> ImportResult:
     res = ImportResult(format="openai-chat", path=str(path))
-    top = None
-    if path.suffix.lower() == ".json":
-        top = read_document(path)
-        if isinstance(top, list) and top and all(isinstance(m, dict) and "role" in m
-                                                for m in top):
-            top = [{"messages": top}]  # one conversation written as a bare message list
-    for rec in iter_records(path, top):
+    res.turns.extend(stream(res, path, spec, workflow=workflow, tool_results=tool_results))
+    return res
+
+
+def stream(res: ImportResult, path: Path, spec: SpecBundle, *, workflow: str | None = None,
+           tool_results: bool = False, **_: Any) -> Iterator[TurnDict]:
+    """The turns of `path`, one record (conversation) at a time, counted in `res`: JSONL
+    line by line, a large JSON list item by item (`records.json_records`)."""
+    recs: Iterable[Record] = (json_records(path, _whole, _is_message)
+                              if path.suffix.lower() == ".json" else iter_records(path))
+    for rec in recs:
         obj = rec.obj
         if isinstance(obj, list):
             obj = {"messages": obj}
@@ -50,6 +65,5 @@ def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
         meta: dict[str, Any] = {"source": "openai-chat", "record": rec.where}
         if isinstance(extra, dict):
             meta["log"] = extra
-        add_conversation(res, msgs, spec, did, rec.where, workflow=workflow, meta=meta,
-                         tool_results=tool_results)
-    return res
+        yield from counted_conversation(res, msgs, spec, did, rec.where, workflow=workflow,
+                                        meta=meta, tool_results=tool_results)

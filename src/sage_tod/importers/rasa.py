@@ -29,13 +29,14 @@ Other events (`session_started`, `active_loop`, `user_featurization`,
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle, Workflow
 from sage_tod.importers.base import ImportResult, Skipped, TurnDict
-from sage_tod.importers.records import Record, iter_records, read_document
+from sage_tod.importers.records import Record, iter_records, json_records
 
 _ID_KEYS = ("sender_id", "conversation_id", "name")
 _RESETS = {"restart", "reset_slots"}
@@ -82,16 +83,30 @@ def _workflow(spec: SpecBundle, events: list[dict[str, Any]], fixed: str | None
     return wfs[0], "first_in_spec"
 
 
+def _is_event(obj: Any) -> bool:
+    return isinstance(obj, dict) and "event" in obj
+
+
+def _whole(top: Any) -> Any:
+    if isinstance(top, list) and top and all(_is_event(e) for e in top):
+        return {"events": top}  # one conversation written as a bare event list
+    return top
+
+
 def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
          **_: Any) -> ImportResult:
     res = ImportResult(format="rasa", path=str(path))
-    top = None
-    if path.suffix.lower() == ".json":
-        top = read_document(path)
-        if isinstance(top, list) and top and all(isinstance(e, dict) and "event" in e
-                                                for e in top):
-            top = {"events": top}  # one conversation written as a bare event list
-    for rec in iter_records(path, top):
+    res.turns.extend(stream(res, path, spec, workflow=workflow))
+    return res
+
+
+def stream(res: ImportResult, path: Path, spec: SpecBundle, *, workflow: str | None = None,
+           **_: Any) -> Iterator[TurnDict]:
+    """The turns of `path`, one tracker (conversation) at a time, counted in `res`: JSONL
+    line by line, a large JSON list of trackers item by item (`records.json_records`)."""
+    recs: Iterable[Record] = (json_records(path, _whole, _is_event)
+                              if path.suffix.lower() == ".json" else iter_records(path))
+    for rec in recs:
         events, loc, did = _events(rec, path)
         for i, e in enumerate(events):
             if not isinstance(e, dict):
@@ -104,8 +119,7 @@ def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
         res.conversations += 1
         if not turns:
             res.skipped.append(Skipped(f"{rec.where} ({did})", "no user event"))
-        res.turns.extend(turns)
-    return res
+        yield from turns
 
 
 def _conversation(events: list[dict[str, Any]], spec: SpecBundle, did: str, res: ImportResult,

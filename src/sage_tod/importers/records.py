@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +112,32 @@ def stream_records(path: Path, prefix: str, loc: str) -> Iterator[Record]:
             raise InputError(path, "file is not UTF-8 text") from None
         except RecursionError:
             raise InputError(path, "nesting is too deep", field=f"{loc}[{i + 1}]") from None
+
+
+def file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def json_records(path: Path, whole: Callable[[Any], Any],
+                 is_part: Callable[[Any], bool] = lambda _: False) -> Iterator[Record]:
+    """The records of a JSON log document, read as they are asked for.
+
+    A top-level list larger than `STREAM_BYTES` is streamed item by item
+    (`stream_records`, the same records and locations as a list read whole), unless
+    its first item `is_part` of a record (a chat message, a Rasa event): then the list
+    is one conversation and is read whole, as is every other document, smaller lists
+    included (their parsed form is a few tens of MB at most). `whole` turns a document
+    read whole into what `iter_records` reads (a bare message list into one record).
+    """
+    if file_size(path) > STREAM_BYTES and top_level_keys(path)[0] == "array":
+        first = next(stream_records(path, "item", ""), None)
+        if first is None or not is_part(first.obj):
+            yield from stream_records(path, "item", "")
+            return
+    yield from iter_records(path, whole(read_document(path)))
 
 
 def top_level_keys(path: Path, limit: int = 64) -> tuple[str | None, list[str]]:

@@ -17,30 +17,24 @@ id is kept in `meta.simulation_id`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle
-from sage_tod.importers.base import ImportResult
-from sage_tod.importers.chat import add_conversation, parse_messages
+from sage_tod.importers.base import ImportResult, TurnDict
+from sage_tod.importers.chat import counted_conversation, parse_messages
 from sage_tod.importers.records import (
     STREAM_BYTES,
     Record,
     check_roles,
+    file_size,
     iter_records,
     read_document,
     stream_records,
     top_level_keys,
 )
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _reward(obj: dict[str, Any]) -> float | None:
@@ -53,6 +47,13 @@ def _reward(obj: dict[str, Any]) -> float | None:
 def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
          tool_results: bool = False, **_: Any) -> ImportResult:
     res = ImportResult(format="tau-bench", path=str(path))
+    res.turns.extend(stream(res, path, spec, workflow=workflow, tool_results=tool_results))
+    return res
+
+
+def stream(res: ImportResult, path: Path, spec: SpecBundle, *, workflow: str | None = None,
+           tool_results: bool = False, **_: Any) -> Iterator[TurnDict]:
+    """The turns of `path`, one record (conversation) at a time, counted in `res`."""
     recs: Iterable[Record]
     if path.suffix.lower() == ".jsonl":
         recs = iter_records(path)
@@ -64,7 +65,7 @@ def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
         if kind == "map" and "simulations" in keys:
             res.notes["tau2 results file"] += 1
             recs = stream_records(path, "simulations.item", "simulations")
-        elif kind == "array" and _size(path) > STREAM_BYTES:
+        elif kind == "array" and file_size(path) > STREAM_BYTES:
             recs = stream_records(path, "item", "")
         else:
             recs = iter_records(path, read_document(path))
@@ -98,6 +99,5 @@ def read(path: Path, spec: SpecBundle, *, workflow: str | None = None,
         if version == "tau2-bench":
             meta["simulation_id"] = obj.get("id")
             meta["termination_reason"] = obj.get("termination_reason")
-        add_conversation(res, msgs, spec, did, rec.where, workflow=workflow, meta=meta,
-                         tool_results=tool_results)
-    return res
+        yield from counted_conversation(res, msgs, spec, did, rec.where, workflow=workflow,
+                                        meta=meta, tool_results=tool_results)

@@ -10,6 +10,12 @@ changes spelled out (label before → after and the first field that differs),
 and what differs between the two files' run headers (code version and commit,
 inputs, options, each stage's fingerprint, library versions): the why beside
 the what.
+
+`format_version` is a property of the file, not of a turn: a format-2 file states it
+once in its header, a format-1 file (no header) on every line. It is compared once,
+with the headers (`header_differences`), and left out of the turn-by-turn comparison,
+so a format-1 run and a format-2 run of the same verdicts are identical turn by turn
+and differ in the header only.
 """
 
 from __future__ import annotations
@@ -20,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from sage_tod.contracts.errors import InputError
-from sage_tod.contracts.run_record import differences
+from sage_tod.contracts.run_record import RunHeader, differences
 from sage_tod.contracts.verdicts import iter_verdicts, read_header
 
 IGNORED = ("latency_ms",)
+# fields of the file, not of the turn: compared once, with the run headers
+PER_FILE = ("format_version",)
 _SUFFIXES = (".jsonl", ".parquet", ".pq")
 
 
@@ -58,7 +66,7 @@ def _rows(path: Path, ignored: Iterable[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for v in iter_verdicts(path):
         d = v.to_dict()
-        for k in ignored:
+        for k in (*PER_FILE, *ignored):
             d.pop(k, None)
         key = f"{d['dialogue_id']}:{d['turn_id']}"
         if key in out:
@@ -99,17 +107,33 @@ def diff_files(a: Path, b: Path, name: str = "", ignored: Iterable[str] = IGNORE
 
 
 def header_differences(a: Path, b: Path) -> list[str]:
-    """What differs between the run headers of two verdict files (creation time aside)."""
+    """What differs between the run headers of two verdict files (creation time aside).
+
+    A file without a header (format 1) is compared by its format version, read from its
+    first verdict line, so a format-1 file against a format-2 one reads
+    `format_version (1 then, 2 now)` and says which side has no header; the turns are
+    then compared without `format_version` (`PER_FILE`).
+    """
     ha, hb = read_header(a), read_header(b)
-    if ha is None and hb is None:
-        return []
     if ha is None or hb is None:
-        return [f"run header (only in {b.name if ha is None else a.name}; the other file "
-                "is of format 1)"]
+        out = differences({"format_version": _format_version(a, ha)},
+                          {"format_version": _format_version(b, hb)})
+        if (ha is None) != (hb is None):
+            old, new = (a, b) if ha is None else (b, a)
+            out.append(f"run header (only in {new.name}; {old.name} has none: format 1, "
+                       "written before run headers)")
+        return out
     da, db = ha.to_dict(), hb.to_dict()
     for d in (da, db):
         d.pop("created", None)
     return differences(da, db)
+
+
+def _format_version(path: Path, header: RunHeader | None) -> int | None:
+    """The file's format: its header's, else its first verdict's (None when empty)."""
+    if header is not None:
+        return header.format_version
+    return next((v.format_version for v in iter_verdicts(path)), None)
 
 
 def _verdict_files(root: Path) -> dict[str, Path]:

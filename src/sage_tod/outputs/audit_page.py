@@ -24,8 +24,7 @@ from sage_tod.outputs.audit_set import (
     ToolCall,
     WorkflowInfo,
 )
-from sage_tod.outputs.report_html import _CSS as REPORT_CSS
-from sage_tod.outputs.report_html import _e
+from sage_tod.outputs.html_parts import PAGE_CSS, escape
 
 CLASS_HELP = {
     "IUV": "ignored user value: the user gave a value in this message that the new state "
@@ -197,20 +196,20 @@ def _value(v: Any) -> str:
 
 def _tool_html(c: ToolCall) -> str:
     parts = [f'<div class="tool{" err" if c.error else ""}"><b>tool</b> '
-             f'<code class="tool-name">{_e(c.name)}</code>'
-             + (f' <span class="muted">id {_e(c.id)}</span>' if c.id else "")
+             f'<code class="tool-name">{escape(c.name)}</code>'
+             + (f' <span class="muted">id {escape(c.id)}</span>' if c.id else "")
              + (' <span class="failure">error</span>' if c.error else "")]
     if c.arguments is not None:
-        parts.append(f'<div class="muted">arguments</div><pre>{_e(_value(c.arguments))}</pre>')
+        parts.append(f'<div class="muted">arguments</div><pre>{escape(_value(c.arguments))}</pre>')
     if c.result is not None:
-        parts.append(f'<div class="muted">result</div><pre>{_e(_value(c.result))}</pre>')
+        parts.append(f'<div class="muted">result</div><pre>{escape(_value(c.result))}</pre>')
     parts.append("</div>")
     return "".join(parts)
 
 
 def _utt(who: str, text: str, cls: str = "") -> str:
     return (f'<div class="utt"><span class="who">{who}</span>'
-            f'<span class="{cls}">{_e(text)}</span></div>')
+            f'<span class="{cls}">{escape(text)}</span></div>')
 
 
 def _state_html(item: AuditItem) -> str:
@@ -222,8 +221,8 @@ def _state_html(item: AuditItem) -> str:
     if not slots:
         return '<p class="muted">no slot filled before or after this turn</p>'
     rows = "".join(
-        f'<tr class="{"chg" if before.get(s) != after.get(s) else ""}"><td>{_e(s)}</td>'
-        f"<td>{_e(before.get(s, ''))}</td><td>{_e(after.get(s, ''))}</td></tr>"
+        f'<tr class="{"chg" if before.get(s) != after.get(s) else ""}"><td>{escape(s)}</td>'
+        f"<td>{escape(before.get(s, ''))}</td><td>{escape(after.get(s, ''))}</td></tr>"
         for s in slots)
     return ('<table class="diff"><tr><th>slot</th><th>before this turn</th>'
             f"<th>after this turn</th></tr>{rows}</table>"
@@ -232,21 +231,21 @@ def _state_html(item: AuditItem) -> str:
 
 def _workflow_html(item: AuditItem, wf: WorkflowInfo | None) -> str:
     if wf is None:
-        return (f'<div class="box"><h2>workflow {_e(item.workflow)}</h2>'
+        return (f'<div class="box"><h2>workflow {escape(item.workflow)}</h2>'
                 '<p class="muted">no spec was given to `audit sample`: required fields not '
                 "shown</p></div>")
     filled = {k: v for k, v in item.state_after.items() if v is not None and v.strip()}
     rows = "".join(
-        f"<tr><td>{_e(r.slot)}</td><td>{_e(r.description)}</td>"
-        + (f"<td>{_e(filled[r.slot])}</td>" if r.slot in filled
+        f"<tr><td>{escape(r.slot)}</td><td>{escape(r.description)}</td>"
+        + (f"<td>{escape(filled[r.slot])}</td>" if r.slot in filled
            else '<td class="missing">missing</td>') + "</tr>"
         for r in wf.required)
-    return (f'<div class="box"><h2>workflow {_e(wf.id)}</h2>'
-            + (f"<div>{_e(wf.description)}</div>" if wf.description else "")
+    return (f'<div class="box"><h2>workflow {escape(wf.id)}</h2>'
+            + (f"<div>{escape(wf.description)}</div>" if wf.description else "")
             + '<table class="req"><tr><th>required field</th><th>meaning</th>'
               f"<th>after this turn</th></tr>{rows}</table>"
-            + (f'<div class="muted">order: {_e(wf.order)}</div>' if wf.order else "")
-            + (f'<div class="muted">confirm only when: {_e(wf.outcome)}</div>'
+            + (f'<div class="muted">order: {escape(wf.order)}</div>' if wf.order else "")
+            + (f'<div class="muted">confirm only when: {escape(wf.outcome)}</div>'
                if wf.outcome else "") + "</div>")
 
 
@@ -259,9 +258,9 @@ def _item_html(item: AuditItem, k: int, n: int, wf: WorkflowInfo | None) -> str:
             hist.append(_utt("agent", h.agent))
         hist.extend(_tool_html(c) for c in h.tool_calls)
     calls = "".join(_tool_html(c) for c in item.tool_calls)
-    return (f'<section class="item" data-item="{_e(item.item)}" hidden>'
-            f'<div class="sub"><b>{_e(item.item)}</b> ({k} of {n}) &middot; dialogue '
-            f"{_e(item.dialogue_id)}, turn {_e(item.turn_id)}</div>"
+    return (f'<section class="item" data-item="{escape(item.item)}" hidden>'
+            f'<div class="sub"><b>{escape(item.item)}</b> ({k} of {n}) &middot; dialogue '
+            f"{escape(item.dialogue_id)}, turn {escape(item.turn_id)}</div>"
             + '<div class="box"><h2>earlier in the dialogue</h2><div class="hist">'
             + ("".join(hist) or '<p class="muted">nothing: this is the first turn</p>')
             + "</div></div>"
@@ -275,7 +274,7 @@ def _item_html(item: AuditItem, k: int, n: int, wf: WorkflowInfo | None) -> str:
 
 
 def _help_html() -> str:
-    classes = "".join(f"<dt>{i + 1} &middot; {c}</dt><dd>{_e(CLASS_HELP.get(c, c))}</dd>"
+    classes = "".join(f"<dt>{i + 1} &middot; {c}</dt><dd>{escape(CLASS_HELP.get(c, c))}</dd>"
                       for i, c in enumerate(CLASS_NAMES))
     return (
         '<div id="help" class="box" hidden><h2>how to label</h2>'
@@ -299,17 +298,17 @@ def render_audit_page(manifest: Manifest, items: Sequence[AuditItem], annotator:
            "classes": list(CLASS_NAMES)}
     sections = "".join(_item_html(it, k, len(items), manifest.workflows.get(it.workflow))
                        for k, it in enumerate(items, 1))
-    nav = "".join(f'<button type="button" title="{_e(it.item)}">{k}</button>'
+    nav = "".join(f'<button type="button" title="{escape(it.item)}">{k}</button>'
                   for k, it in enumerate(items, 1))
     classes = "".join(
-        f'<label title="{_e(CLASS_HELP.get(c, c))}"><input type="radio" name="cls" '
+        f'<label title="{escape(CLASS_HELP.get(c, c))}"><input type="radio" name="cls" '
         f'value="{c}"> <kbd>{i + 1}</kbd> {c}</label>' for i, c in enumerate(CLASS_NAMES))
     title = f"sage-tod audit {manifest.audit_id}: {annotator}"
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{_e(title)}</title><style>{REPORT_CSS}{_AUDIT_CSS}</style></head><body>
-<header><h1>audit {_e(manifest.audit_id)} &middot; {_e(annotator)}</h1>
+<title>{escape(title)}</title><style>{PAGE_CSS}{_AUDIT_CSS}</style></head><body>
+<header><h1>audit {escape(manifest.audit_id)} &middot; {escape(annotator)}</h1>
 <div id="progress"><div></div></div><span id="count"></span><span id="where" class="muted">
 </span><button type="button" id="help-toggle">help <kbd>?</kbd></button>
 <button type="button" id="export">export labels <kbd>e</kbd></button>

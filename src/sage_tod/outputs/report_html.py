@@ -1,14 +1,13 @@
 """A self-contained HTML report of a verdicts file (no network at view time).
 
 Everything a user's dialogue contains is escaped on the server side with
-`html.escape`; the page's small script only shows, hides and filters rows.
+`html_parts.escape`; the page's small script only shows, hides and filters rows.
 So a turn that contains `<script>` renders as text.
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -17,51 +16,9 @@ from typing import Any
 from sage_tod.contracts.criteria import Span
 from sage_tod.contracts.turns import Gold, ToolCall, Turn
 from sage_tod.contracts.verdicts import CriterionVerdict, Verdict, decided_by_counts
+from sage_tod.outputs.html_parts import PAGE_CSS, escape
 from sage_tod.outputs.scoring import CLASSES, score
 from sage_tod.outputs.tool_view import CallRef, call_ref, compact
-
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#1d2330;
-background:#fafbfc}
-h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:22px 0 8px}
-.sub{color:#667;margin-bottom:16px}
-.cards{display:flex;gap:12px;flex-wrap:wrap}
-.card{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:10px 14px;min-width:120px}
-.card b{display:block;font-size:22px}
-.failure{color:#b42318}.acceptable{color:#067647}.undecided{color:#b54708}
-table{border-collapse:collapse;width:100%;background:#fff}
-th,td{border-bottom:1px solid #e6e8ec;padding:5px 8px;text-align:left;vertical-align:top}
-th{background:#f2f4f7;font-weight:600}
-tr.row{cursor:pointer}tr.row:hover{background:#f5f8ff}
-tr.detail>td{background:#fcfcfd;padding:12px 18px}
-.filters{display:flex;gap:10px;align-items:center;margin:8px 0;flex-wrap:wrap}
-.filters select,.filters input{padding:4px 6px}
-mark.ev{background:#ffe08a;padding:0 1px;border-radius:2px}
-mark.sup{background:#b7f0c8;padding:0 1px;border-radius:2px}
-.utt{margin:2px 0}.who{display:inline-block;width:52px;color:#667;font-size:12px}
-.hist{color:#556}
-.diff td{font-family:ui-monospace,monospace;font-size:12px}
-.chg{background:#fff4e5}
-.crit{border-left:4px solid #d0d5dd;padding:4px 10px;margin:8px 0;background:#fff}
-.crit.true{border-color:#d92d20}.crit.false{border-color:#17b26a}.crit.abstain{border-color:#f79009}
-.repair{color:#6941c6;font-weight:600}
-.muted{color:#889;font-size:12px}
-.bars{display:flex;align-items:flex-end;gap:3px;height:80px}
-.bars div{background:#84adff;width:26px;position:relative}
-.bars span{position:absolute;bottom:-18px;left:0;font-size:10px;color:#667}
-.hidden{display:none}
-details.call{margin:3px 0 3px 52px;border:1px solid #e4e7ec;border-radius:6px;background:#f8f9fc}
-details.call>summary{cursor:pointer;padding:3px 8px;font-size:13px;list-style-position:inside}
-details.call.err{border-color:#fda29b;background:#fef3f2}
-details.call code.name{font-weight:600;color:#3538cd}
-details.call .argsum{font-family:ui-monospace,monospace;font-size:12px;color:#475467}
-.badge{display:inline-block;font-size:11px;padding:0 6px;border-radius:8px;margin-left:6px}
-.badge.err{background:#d92d20;color:#fff}.badge.cited{background:#ffe08a;color:#1d2330}
-details.call pre{margin:2px 8px 6px;padding:6px 8px;background:#fff;border:1px solid #eaecf0;
-border-radius:4px;font:12px/1.4 ui-monospace,monospace;white-space:pre-wrap;
-overflow-wrap:anywhere;max-height:260px;overflow:auto}
-.calls-label{color:#667;font-size:12px;margin:4px 0 0 52px}
-"""
 
 _JS = """
 (function(){
@@ -103,10 +60,6 @@ _JS = """
 """
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
 def _marked(text: str, spans: Sequence[tuple[Span, str]]) -> str:
     """`text` escaped, with each span wrapped in <mark class=...> (spans may not overlap)."""
     good = sorted(((s, cls) for s, cls in spans
@@ -116,10 +69,10 @@ def _marked(text: str, spans: Sequence[tuple[Span, str]]) -> str:
     for s, cls in good:
         if s.start < pos:
             continue
-        out.append(_e(text[pos:s.start]))
-        out.append(f'<mark class="{cls}">{_e(text[s.start:s.end])}</mark>')
+        out.append(escape(text[pos:s.start]))
+        out.append(f'<mark class="{cls}">{escape(text[s.start:s.end])}</mark>')
         pos = s.end
-    out.append(_e(text[pos:]))
+    out.append(escape(text[pos:]))
     return "".join(out)
 
 
@@ -154,18 +107,18 @@ def _leaf_html(value: Any, marks: list[tuple[Any, str]]) -> str:
     when they are there, else the whole value."""
     text = json.dumps(value, ensure_ascii=False)
     if not marks:
-        return _e(text)
+        return escape(text)
     span, cls = marks[0]
     if isinstance(value, str):
         st, en, sub = getattr(span, "start", None), getattr(span, "end", None), \
             getattr(span, "text", "")
         if isinstance(st, int) and isinstance(en, int) and sub and value[st:en] == sub \
                 and (st, en) != (0, len(value)):
-            inner = (_e(json.dumps(value[:st], ensure_ascii=False)[1:-1])
-                     + f'<mark class="{cls}">{_e(json.dumps(sub, ensure_ascii=False)[1:-1])}'
-                     "</mark>" + _e(json.dumps(value[en:], ensure_ascii=False)[1:-1]))
+            inner = (escape(json.dumps(value[:st], ensure_ascii=False)[1:-1])
+                     + f'<mark class="{cls}">{escape(json.dumps(sub, ensure_ascii=False)[1:-1])}'
+                     "</mark>" + escape(json.dumps(value[en:], ensure_ascii=False)[1:-1]))
             return f'"{inner}"'
-    return f'<mark class="{cls}">{_e(text)}</mark>'
+    return f'<mark class="{cls}">{escape(text)}</mark>'
 
 
 def _json_html(value: Any, marks: Marks, path: tuple[str, ...] = (), depth: int = 0) -> str:
@@ -174,7 +127,7 @@ def _json_html(value: Any, marks: Marks, path: tuple[str, ...] = (), depth: int 
     here = marks.get(path, [])
     pad, inner = "  " * depth, "  " * (depth + 1)
     if isinstance(value, dict) and value:
-        body = ",\n".join(f"{inner}{_e(json.dumps(str(k), ensure_ascii=False))}: "
+        body = ",\n".join(f"{inner}{escape(json.dumps(str(k), ensure_ascii=False))}: "
                           f"{_json_html(x, marks, (*path, str(k)), depth + 1)}"
                           for k, x in value.items())
         text = "{\n" + body + "\n" + pad + "}"
@@ -191,7 +144,7 @@ def _value_html(value: Any, marks: Marks) -> str:
     """A call's arguments or result: JSON pretty-printed; a text result as text."""
     if isinstance(value, str):
         spans = [(s, cls) for s, cls in marks.get((), []) if isinstance(s, Span)]
-        return _marked(value, spans) if spans else _e(value)
+        return _marked(value, spans) if spans else escape(value)
     return _json_html(value, marks)
 
 
@@ -205,18 +158,18 @@ def _call_html(c: ToolCall, pos: int, marks: Mapping[tuple[int, str], Marks],
     arg_marks, res_marks = marks.get((pos, "tool_call"), {}), marks.get((pos, "tool_result"),
                                                                          {})
     cited = bool(arg_marks or res_marks)
-    head = (f'<summary><span class="who">call</span><code class="name">{_e(c.name)}</code>'
-            f' <span class="argsum">{_e(compact(c.arguments, 110))}</span>'
+    head = (f'<summary><span class="who">call</span><code class="name">{escape(c.name)}</code>'
+            f' <span class="argsum">{escape(compact(c.arguments, 110))}</span>'
             + ('<span class="badge err">error</span>' if c.error else "")
             + ('<span class="badge cited">cited</span>' if cited else "")
-            + (f' <span class="muted">{_e(c.id)}</span>' if c.id else "") + "</summary>")
+            + (f' <span class="muted">{escape(c.id)}</span>' if c.id else "") + "</summary>")
     res_label = "error" if c.error else "result"
     body = (f'<div class="muted" style="margin-left:8px">arguments</div>'
             f'<pre class="args">{_value_html(c.arguments, arg_marks)}</pre>'
             f'<div class="muted" style="margin-left:8px">{res_label}</div>'
             f'<pre class="result">{_value_html(c.result, res_marks)}</pre>')
     cls = "call err" if c.error else "call"
-    attrs = f'class="{cls}" data-tool="{_e(c.name)}" data-call="{pos}"'
+    attrs = f'class="{cls}" data-tool="{escape(c.name)}" data-call="{pos}"'
     if cited:
         return f"<details {attrs} open>{head}{body}</details>"
     key = "tpl-" + hashlib.sha256(json.dumps(
@@ -234,25 +187,26 @@ def _calls_html(v: Verdict, calls: Sequence[ToolCall], index: int | None,
 
 def _criterion_html(c: CriterionVerdict) -> str:
     parts = [f'<div class="crit {c.decision.value}">',
-             f"<b>{_e(str(c.failure_class))}</b> &middot; "
+             f"<b>{escape(str(c.failure_class))}</b> &middot; "
              f'<span class="{ "failure" if c.decision.value == "true" else "" }">'
-             f"{_e(c.decision.value.upper())}</span> by {_e(c.decided_by or 'no stage')} "
+             f"{escape(c.decision.value.upper())}</span> by {escape(c.decided_by or 'no stage')} "
              f"(margin {c.margin:.2f})<br>",
-             f"<i>{_e(c.question)}</i><br>",
-             f'<span class="muted">why:</span> {_e(c.rationale)}']
+             f"<i>{escape(c.question)}</i><br>",
+             f'<span class="muted">why:</span> {escape(c.rationale)}']
     for label, span in (("evidence", c.evidence), ("support", c.support)):
         if span is not None:
             ref = call_ref(span)
             where = ref.where() if ref is not None else (
                 span.source if span.index is None else f"{span.source}[{span.index}]")
             cls = "ev" if label == "evidence" else "sup"
-            parts.append(f'<br><span class="muted">{label}:</span> {_e(where)} '
-                         f'[{span.start},{span.end}] <mark class="{cls}">{_e(span.text)}</mark>')
+            parts.append(f'<br><span class="muted">{label}:</span> {escape(where)} '
+                         f'[{span.start},{span.end}] '
+                         f'<mark class="{cls}">{escape(span.text)}</mark>')
     if len(c.trace) > 1:
-        trail = " &rarr; ".join(f"{_e(s.stage)}:{_e(s.decision.value)}" for s in c.trace)
+        trail = " &rarr; ".join(f"{escape(s.stage)}:{escape(s.decision.value)}" for s in c.trace)
         parts.append(f'<br><span class="muted">trace: {trail}</span>')
     if c.repair:
-        parts.append(f'<br><span class="repair">repair: {_e(c.repair)}</span>')
+        parts.append(f'<br><span class="repair">repair: {escape(c.repair)}</span>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -292,7 +246,8 @@ def _turn_html(v: Verdict, turn: Turn | None, templates: dict[str, str]) -> str:
         if slots:
             rows = "".join(
                 f'<tr class="{"chg" if before.get(s) != after.get(s) else ""}">'
-                f"<td>{_e(s)}</td><td>{_e(before.get(s, ''))}</td><td>{_e(after.get(s, ''))}"
+                f"<td>{escape(s)}</td><td>{escape(before.get(s, ''))}</td>"
+                f"<td>{escape(after.get(s, ''))}"
                 "</td></tr>" for s in slots)
             parts.append('<h2>state</h2><table class="diff"><tr><th>slot</th><th>s_{t-1}</th>'
                          f"<th>s_t</th></tr>{rows}</table>")
@@ -336,10 +291,10 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
     cards.append(f'<div class="card"><span class="muted">cost</span><b>${cost:.4f}</b></div>')
     missing = Counter(m for v in verdicts for m in v.missing)
     for stage, n in sorted(missing.items()):  # a stage that did not run is said, not hidden
-        cards.append(f'<div class="card"><span class="muted">{_e(stage)} configured, not run'
+        cards.append(f'<div class="card"><span class="muted">{escape(stage)} configured, not run'
                      f'</span><b class="undecided">{n} turns</b></div>')
     class_rows = "".join(f"<tr><td>{c}</td><td>{fired[c]}</td></tr>" for c in CLASSES)
-    stage_rows = "".join(f"<tr><td>{_e(s)}</td><td>{n}</td><td>{n / n_crit:.0%}</td></tr>"
+    stage_rows = "".join(f"<tr><td>{escape(s)}</td><td>{n}</td><td>{n / n_crit:.0%}</td></tr>"
                          for s, n in sorted(stages.items()))
     workflows = sorted({v.workflow for v in verdicts})
     rows: list[str] = []
@@ -354,22 +309,23 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
         classes = " ".join(str(c) for c in v.classes)
         rows.append(
             f'<tr class="row" data-idx="{i}" data-verdict="{v.verdict}" '
-            f'data-classes="{_e(classes)}" data-workflow="{_e(v.workflow)}" '
-            f'data-search="{_e(search)}">'
-            f"<td>{_e(v.key)}</td><td>{_e(v.workflow)}</td>"
-            f'<td class="{v.verdict}">{v.verdict}</td><td>{_e(classes or "-")}</td>'
-            f"<td>{v.confidence:.2f}</td><td>{_e(gtxt)}</td></tr>"
+            f'data-classes="{escape(classes)}" data-workflow="{escape(v.workflow)}" '
+            f'data-search="{escape(search)}">'
+            f"<td>{escape(v.key)}</td><td>{escape(v.workflow)}</td>"
+            f'<td class="{v.verdict}">{v.verdict}</td><td>{escape(classes or "-")}</td>'
+            f"<td>{v.confidence:.2f}</td><td>{escape(gtxt)}</td></tr>"
             f'<tr class="detail hidden" id="d-{i}"><td colspan="6">'
             f"{_turn_html(v, t, templates)}</td></tr>")
-    opts = "".join(f'<option value="{_e(w)}">{_e(w)}</option>' for w in workflows)
+    opts = "".join(f'<option value="{escape(w)}">{escape(w)}</option>' for w in workflows)
     cls_opts = "".join(f'<option value="{c}">{c}</option>' for c in CLASSES)
     configs = sorted({f"{v.config} ({'+'.join(v.stages)})" for v in verdicts})
+    shown_configs = escape(", ".join(configs))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{_e(title)}</title><style>{_CSS}</style></head><body>
-<h1>{_e(title)}</h1>
-<div class="sub">config {_e(", ".join(configs))} &middot; click a turn for its evidence trace</div>
+<title>{escape(title)}</title><style>{PAGE_CSS}</style></head><body>
+<h1>{escape(title)}</h1>
+<div class="sub">config {shown_configs} &middot; click a turn for its evidence trace</div>
 <div class="cards">{"".join(cards)}</div>
 <div style="display:flex;gap:40px;flex-wrap:wrap">
 <div><h2>fired classes</h2><table style="width:auto"><tr><th>class</th><th>turns</th></tr>

@@ -7,6 +7,7 @@ header, routing, the engine and the output format are decided here, once.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +21,21 @@ from sage_tod.contracts.turns import TurnRecord, iter_turns, parse_turn, with_hi
 from sage_tod.contracts.verdicts import Verdict
 from sage_tod.evaluation.evaluator import Evaluator
 from sage_tod.evaluation.run import RunSettings, evaluate_records, make_evaluator, run_header
-from sage_tod.importers.base import ImportResult, UnknownFormat, format_hint, import_file, sniff
+from sage_tod.importers.base import (
+    ImportResult,
+    TurnDict,
+    UnknownFormat,
+    format_hint,
+    import_file,
+    sniff,
+    stream_file,
+)
 from sage_tod.outputs.sink import VerdictSink, file_sha256
 
 ROUTES = ("oracle", "mpnet", "llm")
+ROUTE_CHUNK = 512
+"""Turns routed together (one encoder call, one batch of LLM requests): routing holds
+this many records, never the whole input, and verdicts are written chunk by chunk."""
 
 
 @dataclass(frozen=True)
@@ -55,27 +67,50 @@ class FileRun:
     cut: str | None = None  # what --truncate-at-damage removed
 
 
-def _router(spec: SpecBundle, method: str, options: Mapping[str, Any]
-            ) -> Callable[[list[Any]], list[Any]] | None:
-    """Replace each turn's workflow by the router's choice (the oracle field is not read)."""
+def _router(spec: SpecBundle, method: str, options: Mapping[str, Any],
+            chunk: int | None = None) -> Callable[[Iterable[Any]], Iterator[Any]] | None:
+    """Replace each turn's workflow by the router's choice (the oracle field is not read).
+
+    Records are routed `chunk` at a time by one router (its encoder and LLM client made
+    once), each record's choice made from its own dialogue prefix only, and handed on
+    as soon as their chunk is routed: memory holds one chunk, and the verdicts of a
+    chunk are written before the next is read, so a killed run resumes as the plain
+    path does.
+    """
     if method == "oracle":
         return None
     if method not in ROUTES:
         raise InputError("--route", f"unknown router {method!r}; use oracle, mpnet or llm")
-    from sage_tod.routing.router import route as route_turns
+    from sage_tod.routing.router import route_chunks
 
-    def routed(records: list[Any]) -> list[Any]:
+    def routed(records: Iterable[Any]) -> Iterator[Any]:
         from sage_tod.llm.config import LLMNotConfigured
         from sage_tod.routing.encoder import EncoderUnavailable
 
+        chunks = _chunks(records, chunk or ROUTE_CHUNK)
+        pending: list[list[Any]] = []
+
+        def turns() -> Iterator[list[Any]]:
+            for part in chunks:
+                pending.append(part)
+                yield [r.turn for r in part]
+
         try:
-            ids = route_turns(spec, [r.turn for r in records], method, client_config=options)
+            for ids in route_chunks(spec, turns(), method, client_config=options):
+                part = pending.pop(0)
+                yield from (TurnRecord(r.turn.model_copy(update={"workflow": w}), r.gold,
+                                       r.meta, r.line)
+                            for r, w in zip(part, ids, strict=True))
         except (EncoderUnavailable, LLMNotConfigured) as exc:  # a setup problem, exit 2
             raise InputError(f"--route {method}", str(exc)) from None
-        return [TurnRecord(r.turn.model_copy(update={"workflow": w}), r.gold, r.meta, r.line)
-                for r, w in zip(records, ids, strict=True)]
 
     return routed
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    it = iter(items)
+    while part := list(itertools.islice(it, size)):
+        yield part
 
 
 def _with_hint(exc: InputError, path: Path, expected: str | None) -> InputError:
@@ -115,6 +150,26 @@ def read_agent_log(fmt: str, path: Path, spec: SpecBundle, **opts: Any) -> Impor
         raise _with_hint(exc, path, fmt) from None
 
 
+def stream_agent_log(fmt: str, path: Path, spec: SpecBundle, **opts: Any
+                     ) -> tuple[ImportResult, Iterator[TurnDict]]:
+    """`stream_file` with `read_agent_log`'s errors: the result (complete once the turns
+    are used up) and the log's turns, read as they are asked for."""
+    try:
+        res, turns = stream_file(fmt, path, spec, **opts)
+    except UnknownFormat as exc:
+        raise InputError("--format", str(exc)) from None
+    except InputError as exc:
+        raise _with_hint(exc, path, fmt) from None
+
+    def hinted() -> Iterator[TurnDict]:
+        try:
+            yield from turns
+        except InputError as exc:
+            raise _with_hint(exc, path, fmt) from None
+
+    return res, hinted()
+
+
 def load_run_spec(spec: Path, turns: Path | None = None) -> SpecBundle:
     """The spec, or an error that says when --spec and --turns look swapped."""
     try:
@@ -150,10 +205,13 @@ def evaluate_files(req: EvaluateRequest, *,
                    on_start: Callable[[FileRun], None] | None = None) -> FileRun:
     """Evaluate every turn of `req.turns` into `req.out` (JSONL, or Parquet by suffix).
 
-    Turns files are streamed (records and verdicts are never all held); an
-    agent log is converted whole by its importer first. `on_start` is called
-    once the output is open (after a resume's checks), `on_verdict` for each
-    verdict written, `on_skip` for each invalid line skipped (`skip_invalid`).
+    Turns files and agent logs are streamed (records and verdicts are never all
+    held; a log is converted one conversation at a time, except the formats
+    `importers.base.WHOLE` names), and so is routing (`ROUTE_CHUNK` turns at a
+    time). `on_start` is called once the output is open (after a resume's checks),
+    `on_verdict` for each verdict written, `on_skip` for each invalid line skipped
+    (`skip_invalid`). An agent log's import summary (`FileRun.imported`) is complete
+    when this returns.
     """
     if req.resume and is_parquet(req.out):
         raise InputError(req.out, "--resume needs a JSONL --out (a Parquet file is written "
@@ -181,12 +239,15 @@ def evaluate_files(req: EvaluateRequest, *,
         records = _hinted(iter_turns(req.turns, bundle, skip_invalid=req.skip_invalid,
                                      on_skip=skipped), req.turns)
     else:
-        res = read_agent_log(req.log_format, req.turns, bundle)
+        res, turns = stream_agent_log(req.log_format, req.turns, bundle)
         run.imported = res
-        tf = res.records(bundle, skip_invalid=req.skip_invalid)
-        for prob in tf.skipped:
-            skipped(prob)
-        records = tf.records
+        recs = res.iter_records(bundle, turns, skip_invalid=req.skip_invalid,
+                                on_skip=skipped)
+        # the first turn is read and checked before the output is opened: a log of the
+        # wrong format, with no turn, or with a bad first turn is refused without
+        # creating or touching --out (the rest streams, as a turns file does)
+        head = list(itertools.islice(recs, 1))
+        records = itertools.chain(head, recs)
     if is_parquet(req.out) and req.out.exists() and not req.overwrite:
         raise InputError(req.out, "exists; pass --overwrite to replace it")
     sink_cls: Any = VerdictParquetWriter if is_parquet(req.out) else VerdictSink

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -57,6 +57,7 @@ __all__ = [
     "prefix_text",
     "resolve_mpnet",
     "route",
+    "route_chunks",
     "route_detailed",
 ]
 
@@ -251,6 +252,39 @@ def route_detailed(spec: SpecBundle, turns: Sequence[Turn | TurnRecord], method:
         router = Router(spec, encoder, client=client, shortlist=shortlist, exchanges=exchanges,
                         service_descriptions=service_descriptions)
         return router.route(turns, method)  # type: ignore[arg-type]
+    finally:
+        if made is not None:
+            made.close()
+
+
+def route_chunks(spec: SpecBundle, chunks: Iterable[Sequence[Turn | TurnRecord]],
+                 method: str, *, encoder: Encoder | None = None,
+                 client_config: LLMConfig | Mapping[str, Any] | None = None,
+                 client: LLMClient | None = None, shortlist: int = SHORTLIST,
+                 exchanges: int | None = PREFIX_EXCHANGES,
+                 service_descriptions: Mapping[str, str] | None = None
+                 ) -> Iterator[list[str]]:
+    """`route` of each chunk of turns, as the chunks come: one router (encoder and LLM
+    client made once, on the first chunk) for all, so a long input is routed in
+    bounded memory. A turn's route reads only its own dialogue prefix, so cutting the
+    input into chunks changes no choice of a deterministic encoder (MPNet's vectors
+    can differ in their last bits with the other texts of an encoder batch; docs/llm.md).
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown route method {method!r}; use one of {', '.join(METHODS)}")
+    made: LLMClient | None = None
+    router: Router | None = None
+    try:
+        for turns in chunks:
+            if router is None:
+                if method == "llm" and client is None:
+                    cfg = (client_config if isinstance(client_config, LLMConfig)
+                           else config_from_options(client_config or {}))
+                    client = made = LLMClient(cfg)
+                router = Router(spec, encoder, client=client, shortlist=shortlist,
+                                exchanges=exchanges,
+                                service_descriptions=service_descriptions)
+            yield [r.workflow for r in router.route(turns, method)]  # type: ignore[arg-type]
     finally:
         if made is not None:
             made.close()
