@@ -368,6 +368,9 @@ def decide_tool_uv(a: UVArgs, ctx: TurnContext) -> Decision:
     if how == "referred":
         return _referred(a, ctx, view, value)
     if how == "user":
+        if _norm(value).strip() in ("0", "false", "no", "none"):
+            return Decision(Outcome.FALSE, 0.8, f"{a.path} = {value!r} adds nothing the user "
+                            "would have to ask for")
         if _agent_named_then_yes(view, [value]):
             return Decision(Outcome.FALSE, 0.8, f"the agent proposed {value!r} and the user "
                             "agreed")
@@ -540,15 +543,23 @@ def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
     if rule is None:
         return Decision.abstain(f"the spec has no rule {a.rule!r} for {site.call.name}")
     bindings, target = rule_bindings(ctx, site, view)
+    # a rule that cannot be evaluated because a read it names never succeeded says so,
+    # not in CEL's words ("no matching overload for _?_:_")
+    unread = [n for n in re.findall(r"\bresults\.([A-Za-z_]\w*)",
+                                    f"{rule.when or ''} {rule.check}")
+              if n not in bindings["results"]]
+    why_unread = f"no successful {unread[0]} before {site.call.name}" if unread else ""
     if rule.when is not None:
         w = evaluate_rule(rule.when, bindings)
         if w.value is None:
-            return Decision.abstain(f"cannot tell whether rule {rule.id!r} applies: {w.reason}")
+            return Decision.abstain(f"cannot tell whether rule {rule.id!r} applies: "
+                                    f"{why_unread or w.reason}")
         if not w.value:
             return Decision(Outcome.FALSE, 1.0, f"rule {rule.id!r} does not apply ({rule.when})")
     r = evaluate_rule(rule.check, bindings)
     if r.value is None:
-        return Decision.abstain(f"rule {rule.id!r} cannot be evaluated on this log: {r.reason}")
+        return Decision.abstain(f"rule {rule.id!r} cannot be evaluated on this log: "
+                                f"{why_unread or r.reason}")
     span = None
     if target is not None:
         text = json.dumps(target.call.result, ensure_ascii=False, sort_keys=True)[:300]

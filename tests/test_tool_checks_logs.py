@@ -1,10 +1,15 @@
-"""Preferences over listed options ("the cheapest") and the pairing of calls with results.
+"""Tool-call checks on real τ²-bench logs: preferences over listed options ("the
+cheapest"), retries after a refused call, bags the user did not ask for, and the pairing
+of calls with their results.
 
 Real logs:
 - $SAGE_TOD_DATA/tool-agents/tau2-airline-whissle.json (sierra-research/tau2-bench,
   results/whissle/airline_run1.json, MIT): task 16 — the user asks for "the cheapest
   economy option" for a new date and the agent books HAT227 + HAT139 ($216) while the
   search listed HAT110 + HAT172 ($207) with seats (τ²-bench gives the task reward 0);
+- $SAGE_TOD_DATA/tool-agents/tau2-airline-claude-opus-4-6-button.json (the same
+  repository's leaderboard submission, MIT): task 25 — the user books with "no checked
+  bags" and the booking carries one;
 - tests/fixtures/logs/tau-bench-gpt-4o-airline.json (sierra-research/tau-bench, MIT): a
   gpt-4o trajectory whose `calculate` call reuses the id of the earlier
   `get_user_details` call, and whose one-stop search reuses the direct search's id.
@@ -128,8 +133,8 @@ def test_a_reused_call_id_pairs_each_call_with_its_own_result() -> None:
     assert len({id(m) for m in answers.values()}) == len(answers)
 
 
-def _simulation(task: str) -> dict[str, Any]:
-    doc = json.loads(WHISSLE.read_text())
+def _simulation(task: str, path: Path = WHISSLE) -> dict[str, Any]:
+    doc = json.loads(path.read_text())
     sim = next(s for s in doc["simulations"] if str(s["task_id"]) == task)
     return {"simulations": [sim], "tasks": [], "info": doc.get("info", {})}
 
@@ -145,3 +150,22 @@ def test_a_retry_after_a_refused_call_is_carried_by_the_users_instruction(
              if c.id.endswith(":confirmation") and "refused" in c.rationale]
     assert retry and all(c.decision.value == "false" for c in retry)
     assert any("use" in (c.support.text.lower() if c.support else "") for c in retry)
+
+
+@needs_data
+def test_bags_on_a_new_booking_must_be_the_users(tmp_path: Path) -> None:
+    doc = _simulation("25", WHISSLE.with_name("tau2-airline-claude-opus-4-6-button.json"))
+    vs = _verdicts(doc, tmp_path)
+    bags = [c for v in vs.values() for c in v.criteria
+            if c.id.endswith(":total_baggages") and c.args.get("tool") == "book_reservation"]
+    assert bags and bags[-1].decision.value == "true"
+    assert "never said it" in bags[-1].rationale
+    # zero bags adds nothing: no words needed
+    for m in doc["simulations"][0]["messages"]:
+        for c in m.get("tool_calls") or []:
+            if c.get("name") == "book_reservation":
+                c["arguments"]["total_baggages"] = 0
+    vs = _verdicts(doc, tmp_path)
+    bags = [c for v in vs.values() for c in v.criteria
+            if c.id.endswith(":total_baggages") and c.args.get("tool") == "book_reservation"]
+    assert bags and all(c.decision.value == "false" for c in bags)
