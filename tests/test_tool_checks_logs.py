@@ -72,6 +72,7 @@ def test_a_costlier_option_than_the_cheapest_listed_fires_with_the_result(
     assert c.support is not None and c.support.source == "tool_result"
     assert "HAT172" in c.support.text  # the cheaper option, as the search listed it
     assert c.evidence is not None and c.evidence.text.lower() == "cheapest"
+    assert "commit the flights option" in (c.repair or "")
 
 
 @needs_data
@@ -160,6 +161,7 @@ def test_bags_on_a_new_booking_must_be_the_users(tmp_path: Path) -> None:
             if c.id.endswith(":total_baggages") and c.args.get("tool") == "book_reservation"]
     assert bags and bags[-1].decision.value == "true"
     assert "never said it" in bags[-1].rationale
+    assert "ask the user" in (bags[-1].repair or "")
     # zero bags adds nothing: no words needed
     for m in doc["simulations"][0]["messages"]:
         for c in m.get("tool_calls") or []:

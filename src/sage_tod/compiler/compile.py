@@ -17,6 +17,7 @@ from sage_tod.compiler.detect import detect_confirmation, detect_requests
 from sage_tod.compiler.extract import extract_user_values
 from sage_tod.compiler.kinds import BUILTIN_CRITERIA, CriterionKind, resolve_kinds
 from sage_tod.compiler.tool_calls import (
+    commit_sites,
     compile_tool_iuv,
     compile_tool_pc,
     compile_tool_uv,
@@ -218,6 +219,10 @@ def _fmt_set(items: Sequence[str]) -> str:
 def _repair_iuv(c: Criterion, ctx: TurnContext) -> str:
     a = c.args
     assert isinstance(a, IUVArgs)
+    if a.tool is not None and a.source.startswith("tool_call:prefer:"):
+        return (f"the user asked for {a.value!r}: commit the {a.slot} option the reads listed "
+                f"that has it (not {a.state_after.get(a.slot)!r}), or say why it cannot be "
+                "chosen and ask")
     if a.tool is not None:
         return (f"call {a.tool} with {a.slot} = {a.value!r}, the value the user asked for "
                 f"(not {a.state_after.get(a.slot)!r})")
@@ -238,6 +243,9 @@ def _repair_pc(c: Criterion, ctx: TurnContext) -> str:
             return f"do not tell the user it is done: {a.tool} was refused; say so, or retry"
         if a.certainty == "tool_order":
             return f"call {a.outcome.split(' succeeded')[0]} first; do not call {a.tool} yet"
+        if a.certainty == "tool_count":
+            return (f"act only on what the user asked for ({a.cue!r}); ask before calling "
+                    f"{a.tool} for another one")
         return f"do not call {a.tool}: {a.cue} ({a.outcome} is false)"
     unmet = sorted(ctx.workflow.outcome_unmet(ctx.after))
     return f"required slots {_fmt_set(unmet)} still empty, do not confirm"
@@ -254,6 +262,14 @@ def _repair_uv(c: Criterion, ctx: TurnContext) -> str:
     a = c.args
     assert isinstance(a, UVArgs)
     if a.tool is not None:
+        site = next((s for s in commit_sites(ctx) if s.index == a.call), None)
+        how = site.tool.grounding(a.path) if site is not None and a.path else "any"
+        if how == "referred":
+            return (f"argument {a.path} of {a.tool}: ask the user which one to use before "
+                    f"the call; {a.value!r} was never chosen")
+        if how == "user":
+            return (f"argument {a.path} of {a.tool}: ask the user; {a.value!r} is not "
+                    "something they said")
         return (f"argument {a.path} of {a.tool}: use the value the user gave or the one the "
                 f"tool result shows for the entity the user meant, not {a.value!r}")
     return f"remove or justify value {a.value!r} in slot {a.slot}"

@@ -164,7 +164,7 @@ class PCArgs(_ToolCallFields):
 
     failure_class: ClassVar[str] = FailureClass.PC
     certainty: Literal["agent_acts", "cue", "implied", "tool_confirmation", "tool_order",
-                       "tool_rule", "tool_claim"]
+                       "tool_rule", "tool_claim", "tool_count"]
     cue: str
     outcome: str
     rule: str | None = None

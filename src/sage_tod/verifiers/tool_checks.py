@@ -28,7 +28,13 @@ from typing import Any
 
 from sage_tod.compiler.context import TurnContext
 from sage_tod.compiler.extract import EXACT
-from sage_tod.compiler.tool_calls import CallSite, commit_sites, leaf_text, leaves
+from sage_tod.compiler.tool_calls import (
+    CallSite,
+    commit_sites,
+    count_statement,
+    leaf_text,
+    leaves,
+)
 from sage_tod.contracts.criteria import Decision, IUVArgs, Outcome, PCArgs, Span, UVArgs
 from sage_tod.contracts.tool_rules import ToolPreference, evaluate_number, evaluate_rule
 from sage_tod.contracts.turns import ToolCall
@@ -532,6 +538,8 @@ def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
     view = tool_view(ctx, site)
     if a.certainty == "tool_confirmation":
         return _confirmation(ctx, site)
+    if a.certainty == "tool_count":
+        return _targets(a, ctx, site)
     if a.certainty == "tool_order":
         read = (a.rule or "").removeprefix("after:")
         done = [p for p in view.prior if p.call.name == read]
@@ -759,6 +767,27 @@ def transcript(ctx: TurnContext) -> list[dict[str, str]]:
             out.append({"role": "agent", "text": h.agent})
     out.append({"role": "user", "text": ctx.turn.user})
     return out
+
+
+def _targets(a: PCArgs, ctx: TurnContext, site: CallSite) -> Decision:
+    """The distinct targets `site`'s tool acted on since the user's count statement,
+    through this call, against the count ("both" = 2)."""
+    t = site.tool.target
+    found = count_statement(ctx)
+    if t is None or found is None:
+        return Decision.abstain("no count statement or no target for this tool")
+    n, _, _, index = found
+    hist = ctx.turn.history or ()
+    calls = [c for j, h in enumerate(hist) if index is not None and j >= index
+             for c in h.tool_calls]
+    calls += list((ctx.turn.tool_calls or ())[:site.index + 1])
+    ids = list(dict.fromkeys(leaf_text(c.arguments.get(t.arg)) for c in calls
+                             if c.name == site.call.name and not c.error
+                             and c.arguments.get(t.arg) is not None))
+    if len(ids) > n:
+        return Decision(Outcome.TRUE, 0.85, f"the user asked for {a.cue!r} ({n}); "
+                        f"{site.call.name} has now acted on {len(ids)}: {', '.join(ids)}")
+    return Decision(Outcome.FALSE, 0.85, f"{len(ids)} of the {n} the user asked for")
 
 
 def _refused_before(ctx: TurnContext, site: CallSite) -> bool:
