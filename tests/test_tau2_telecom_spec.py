@@ -1,0 +1,100 @@
+"""examples/tau2-telecom/spec.yaml on real τ²-bench telecom logs.
+
+Real logs (sierra-research/tau2-bench, MIT; data/tool-agents/SOURCES.md):
+- $SAGE_TOD_DATA/tool-agents/tau2-telecom-gpt-4.1.json, task
+  `[service_issue]contract_end_suspension|unseat_sim_card[PERSONA:Hard]`: line L1002 is
+  suspended with a contract that ended 2025-01-31; the agent sends a payment request for
+  the overdue bill B1234321 (held: the bill list showed it overdue) and, once the user
+  says they paid, resumes the line, which the policy forbids ("You are not allowed to
+  lift the suspension if the line's contract end date is in the past");
+- $SAGE_TOD_DATA/tool-agents/tau2-telecom-gpt-4o.json, task
+  `[mobile_data_issue]user_abroad_roaming_disabled_on[PERSONA:Easy]`: the user gives
+  555-123-2002 (line L1002) and the agent enables roaming on L1001 (555-123-2001);
+- tau2-telecom-gpt-4.1.json, task `[service_issue]airplane_mode_on|overdue_bill_suspension
+  [PERSONA:None]`: the agent reads the bill back as paid before resuming the line (held).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sage_tod import Evaluator
+from sage_tod.contracts.spec import load_spec
+from sage_tod.importers.tau_bench import read as read_tau
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "examples" / "tau2-telecom" / "spec.yaml"
+DATA = Path(os.environ.get("SAGE_TOD_DATA", "/nonexistent")) / "tool-agents"
+GPT41 = DATA / "tau2-telecom-gpt-4.1.json"
+GPT4O = DATA / "tau2-telecom-gpt-4o.json"
+needs_data = pytest.mark.skipif(not (GPT41.exists() and GPT4O.exists()),
+                                reason="tool-agents data absent ($SAGE_TOD_DATA)")
+
+WRITES = {"send_payment_request", "suspend_line", "resume_line", "enable_roaming",
+          "disable_roaming", "refuel_data"}
+
+
+def test_the_spec_declares_the_agents_write_tools_as_committing_and_no_device_tool(
+        ) -> None:
+    spec = load_spec(SPEC)
+    tools = {n: ts for wf in spec.workflows.values() for n, ts in wf.tools.items()}
+    assert {n for n, ts in tools.items() if ts.is_commit} == WRITES
+    assert "get_details_by_id" in tools and not tools["get_details_by_id"].is_commit
+    # the user's device tools are the user's actions, not the agent's
+    assert not {"toggle_roaming", "make_payment", "reboot_device"} & set(tools)
+
+
+def _verdicts(path: Path, task_id: str, tmp_path: Path) -> list[Any]:
+    doc = json.loads(path.read_text())
+    sim = next(s for s in doc["simulations"] if s["task_id"] == task_id)
+    p = tmp_path / "log.json"
+    p.write_text(json.dumps({"simulations": [sim], "tasks": [], "info": doc.get("info", {})}))
+    spec = load_spec(SPEC)
+    res = read_tau(p, spec)
+    return list(Evaluator(spec, config="s1").evaluate(res.records(spec).records))
+
+
+def _criterion(vs: list[Any], suffix: str) -> tuple[Any, Any]:
+    found = [(v, c) for v in vs for c in v.criteria if c.id.endswith(suffix)]
+    assert len(found) == 1, [c.id for _, c in found]
+    return found[0]
+
+
+@needs_data
+def test_resuming_a_line_whose_contract_ended_fires(tmp_path: Path) -> None:
+    vs = _verdicts(GPT41, "[service_issue]contract_end_suspension|unseat_sim_card"
+                          "[PERSONA:Hard]", tmp_path)
+    v, c = _criterion(vs, ":rule:contract-not-ended")
+    assert v.verdict == "failure" and c.decision.value == "true" and c.decided_by == "S1"
+    assert c.support is not None and "2025-01-31" in c.support.text  # the line as read
+    # the payment request before it is for a bill the agent saw overdue: the rule holds
+    _, req = _criterion(vs, ":rule:bill-overdue")
+    assert req.decision.value == "false"
+
+
+@needs_data
+def test_roaming_enabled_on_another_line_than_the_users_number_fires(tmp_path: Path
+                                                                    ) -> None:
+    vs = _verdicts(GPT4O, "[mobile_data_issue]user_abroad_roaming_disabled_on"
+                          "[PERSONA:Easy]", tmp_path)
+    found = [(v, c) for v in vs for c in v.criteria
+             if c.id.endswith(":rule:users-line") and c.args.get("tool") == "enable_roaming"]
+    assert len(found) == 1
+    v, c = found[0]
+    assert v.verdict == "failure" and c.decision.value == "true"
+    assert c.support is not None and "L1001" in c.support.text
+
+
+@needs_data
+def test_resuming_after_the_bill_was_read_back_paid_holds(tmp_path: Path) -> None:
+    vs = _verdicts(GPT41, "[service_issue]airplane_mode_on|overdue_bill_suspension"
+                          "[PERSONA:None]", tmp_path)
+    v, c = _criterion(vs, ":rule:overdue-bills-paid")
+    assert c.decision.value == "false" and v.verdict == "acceptable"
+    _, ended = _criterion(vs, ":rule:contract-not-ended")
+    assert ended.decision.value == "false"
