@@ -98,3 +98,30 @@ def test_resuming_after_the_bill_was_read_back_paid_holds(tmp_path: Path) -> Non
     assert c.decision.value == "false" and v.verdict == "acceptable"
     _, ended = _criterion(vs, ":rule:contract-not-ended")
     assert ended.decision.value == "false"
+
+
+REFUEL_TASK = ("[mobile_data_issue]airplane_mode_on|bad_network_preference|bad_vpn|"
+               "data_mode_off|data_saver_mode_on|data_usage_exceeded|"
+               "user_abroad_roaming_enabled_off[PERSONA:Easy]")
+
+
+@needs_data
+def test_a_refuel_of_the_amount_the_user_asked_holds_and_more_than_2gb_fires(
+        tmp_path: Path) -> None:
+    # the user: "Let's go ahead and add 2GB to my line"; the agent refuels 2 GB on L1002
+    vs = _verdicts(GPT41, REFUEL_TASK, tmp_path)
+    for rule in ("amount-from-user", "at-most-2gb", "users-line", "price-stated"):
+        _, c = _criterion(vs, f":rule:{rule}")
+        assert c.decision.value == "false", (rule, c.rationale)
+    # the same call with 3 GB: over the policy's maximum, and not what the user asked for
+    doc = json.loads(GPT41.read_text())
+    sim = next(s for s in doc["simulations"] if s["task_id"] == REFUEL_TASK)
+    call = next(tc for m in sim["messages"] for tc in (m.get("tool_calls") or [])
+                if tc["name"] == "refuel_data")
+    call["arguments"]["gb_amount"] = 3
+    bigger = tmp_path / "telecom-3gb.json"
+    bigger.write_text(json.dumps(doc))
+    vs = _verdicts(bigger, REFUEL_TASK, tmp_path)
+    for rule in ("amount-from-user", "at-most-2gb"):
+        v, c = _criterion(vs, f":rule:{rule}")
+        assert v.verdict == "failure" and c.decision.value == "true", rule
