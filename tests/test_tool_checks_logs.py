@@ -171,3 +171,48 @@ def test_bags_on_a_new_booking_must_be_the_users(tmp_path: Path) -> None:
     bags = [c for v in vs.values() for c in v.criteria
             if c.id.endswith(":total_baggages") and c.args.get("tool") == "book_reservation"]
     assert bags and all(c.decision.value == "false" for c in bags)
+
+
+V1_DATA = WHISSLE.with_name("tau-bench-airline-gpt-4o.json")
+
+
+def _v1_record(task: int, trial: int) -> list[dict[str, Any]]:
+    doc = json.loads(V1_DATA.read_text())
+    return [next(r for r in doc if r["task_id"] == task and r["trial"] == trial)]
+
+
+def _declined(vs: dict[int, Any]) -> list[Any]:
+    return [c for v in vs.values() for c in v.criteria if c.id.startswith("IUV:declined:")]
+
+
+@needs_data
+def test_a_refusal_the_policy_does_not_back_fires(tmp_path: Path) -> None:
+    """τ-bench gpt-4o, task 30: the user asks to cancel FDZ0T5, a business-class booking
+    (the policy lets business bookings be cancelled), and the agent refuses and hands the
+    user to a human."""
+    p = tmp_path / "v1.json"
+    p.write_text(json.dumps(_v1_record(30, 0)))
+    spec = load_spec(AIRLINE)
+    vs = {int(v.turn_id): v for v in Evaluator(spec, config="s1").evaluate(
+        read_tau(p, spec).records(spec).records)}
+    fired = [c for c in _declined(vs) if c.decision.value == "true"]
+    assert fired and "FDZ0T5" in fired[0].rationale
+    assert fired[0].support is not None and '"cabin": "business"' in fired[0].support.text
+
+
+@needs_data
+def test_a_refusal_the_policy_backs_holds(tmp_path: Path) -> None:
+    """The same conversation with the booking in economy: no rule lets it be cancelled
+    (booked 2024-05-13, no insurance), so declining was right."""
+    rec = _v1_record(30, 0)
+    for m in rec[0]["traj"]:
+        if m.get("role") == "tool" and '"reservation_id": "FDZ0T5"' in (m.get("content") or ""):
+            m["content"] = m["content"].replace('"cabin": "business"', '"cabin": "economy"')
+    p = tmp_path / "v1.json"
+    p.write_text(json.dumps(rec))
+    spec = load_spec(AIRLINE)
+    vs = {int(v.turn_id): v for v in Evaluator(spec, config="s1").evaluate(
+        read_tau(p, spec).records(spec).records)}
+    decided = [c for c in _declined(vs) if c.decision.value in ("true", "false")]
+    assert decided and all(c.decision.value == "false" for c in decided)
+    assert any("declining was right" in c.rationale for c in decided)

@@ -343,8 +343,91 @@ def _preferences(ctx: TurnContext, site: CallSite) -> list[Criterion]:
     return out
 
 
-def compile_tool_iuv(ctx: TurnContext) -> list[Criterion]:
+# the agent declines an action: "I'm unable to cancel", "is not eligible for a refund",
+# "I can't process that"; not a missing detail ("cannot cancel without your user id")
+_REFUSAL = re.compile(
+    r"\b(?:(?:unable|not able|cannot|can ?not|can't|won't be able|am not allowed|"
+    r"is not possible) to (?:\w+ ){0,2}?(?:cancel|process|modify|change|return|exchange|"
+    r"refund|book|update)\w*(?! (?:\w+ ){0,4}?(?:without|until|unless|before|first))|"
+    r"(?:is|are) not (?:eligible|cancell?able|refundable)|(?:does|do) not qualify)\b",
+    re.IGNORECASE)
+_TRANSFER = "transfer_to_human_agents"
+
+
+@dataclass(frozen=True)
+class Declined:
+    """An action the user asked for that the agent declined in this turn: the tool that
+    would do it and the entity it would act on."""
+
+    tool: str
+    workflow: Workflow
+    spec: ToolSpec
+    candidates: tuple[str, ...]  # entities the reads returned, not acted on, oldest first
+    cue: str
+    start: int
+    end: int
+
+
+def declined_actions(ctx: TurnContext) -> list[Declined]:
+    """Committing tools with a target whose verb ("cancel" for `cancel_reservation`) the
+    user's recent messages use, when the agent declines in this turn (a refusal, or a
+    hand-off to a human) and nothing committed that tool on the entity: the entity is the
+    ones a `target.read` tool returned (S1 picks the one the user referred to)."""
+    calls = ctx.turn.tool_calls or ()
+    m = _REFUSAL.search(ctx.turn.agent)
+    handed = any(c.name == _TRANSFER for c in calls)
+    if m is None and not handed:
+        return []
+    hist = ctx.turn.history or ()
+    recent = " ".join([ctx.turn.user, *(h.user for h in hist[-2:])]).lower()
+    earlier = [c for h in hist for c in h.tool_calls] + list(calls)
+    out: list[Declined] = []
+    seen: set[str] = set()
+    for wf in ctx.spec.workflows.values():
+        for name, ts in wf.tools.items():
+            if name in seen or not ts.is_commit or ts.target is None or not ts.rules:
+                continue
+            verb = name.split("_")[0]
+            if len(verb) < 4 or not re.search(rf"\b{re.escape(verb)}", recent):
+                continue
+            t = ts.target
+            ids = [leaf_text(c.result.get(t.result_key)) for c in earlier
+                   if c.name in t.read and not c.error and isinstance(c.result, dict)
+                   and c.result.get(t.result_key) is not None]
+            done = {leaf_text(c.arguments.get(t.arg)) for c in earlier
+                    if c.name == name and not c.error}
+            left = tuple(dict.fromkeys(i for i in ids if i not in done))
+            if not left:
+                continue
+            seen.add(name)
+            cue = (m.group(0), m.start(), m.end()) if m is not None else (
+                "transfer_to_human_agents", 0, 0)
+            out.append(Declined(name, wf, ts, left, *cue))
+    return out
+
+
+def _declined(ctx: TurnContext) -> list[Criterion]:
+    """IUV for a declined request: the user asked for the action, the agent declined it,
+    and S1 asks whether the policy's rules would have allowed it."""
     out: list[Criterion] = []
+    for d in declined_actions(ctx):
+        arg = d.spec.target.arg if d.spec.target is not None else "target"
+        out.append(Criterion(
+            id=f"IUV:declined:{d.tool}", failure_class=FailureClass.IUV,
+            args=IUVArgs(slot=arg, candidates=(arg,), value=d.candidates[-1],
+                         readings=d.candidates, confidence=1.0,
+                         source=f"tool_call:declined:{d.tool}", state_after={arg: None},
+                         tool=d.tool),
+            question=(f"The user asked for {d.tool} and the agent declined; would the "
+                      "policy's rules have allowed it for the entity the user meant?"),
+            evidence=None if d.end == 0 else Span(source="agent", start=d.start, end=d.end,
+                                                  text=d.cue),
+        ))
+    return out
+
+
+def compile_tool_iuv(ctx: TurnContext) -> list[Criterion]:
+    out: list[Criterion] = _declined(ctx)
     for site in commit_sites(ctx):
         out.extend(_preferences(ctx, site))
         by_slot: dict[str, list[str]] = {}

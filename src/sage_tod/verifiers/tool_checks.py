@@ -32,6 +32,7 @@ from sage_tod.compiler.tool_calls import (
     CallSite,
     commit_sites,
     count_statement,
+    declined_actions,
     leaf_text,
     leaves,
 )
@@ -521,6 +522,8 @@ def decide_tool_iuv(a: IUVArgs, ctx: TurnContext) -> Decision:
     A preference ("the cheapest") is decided over the options the reads listed."""
     if a.source.startswith("tool_call:prefer:"):
         return _preference(a, ctx, a.source.removeprefix("tool_call:prefer:"))
+    if a.source.startswith("tool_call:declined:"):
+        return _declined_allowed(a, ctx)
     if a.confidence < EXACT:
         return Decision.abstain(f"the reading of {a.value!r} is not certain "
                                 f"({a.confidence:.2f})")
@@ -788,6 +791,60 @@ def _targets(a: PCArgs, ctx: TurnContext, site: CallSite) -> Decision:
         return Decision(Outcome.TRUE, 0.85, f"the user asked for {a.cue!r} ({n}); "
                         f"{site.call.name} has now acted on {len(ids)}: {', '.join(ids)}")
     return Decision(Outcome.FALSE, 0.85, f"{len(ids)} of the {n} the user asked for")
+
+
+def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
+    """The declined action as a call (`{target.arg: entity}`) against every rule of its
+    tool: one false rule makes the refusal right; all true make it a failure (the policy
+    allowed what the user asked for); a rule the log cannot evaluate (an argument only a
+    real call would carry) abstains."""
+    d = next((x for x in declined_actions(ctx) if x.tool == a.tool), None)
+    if d is None or d.spec.target is None:
+        return Decision.abstain("the declined action is not in this turn")
+    arg = d.spec.target.arg
+    probe = CallSite(len(ctx.turn.tool_calls or ()), ToolCall(name=d.tool), d.workflow,
+                     d.spec)
+    view = tool_view(ctx, probe)
+    # the entity the user meant: the read record with the most fields the user named
+    scored: list[tuple[int, str]] = []
+    for cand in d.candidates:
+        rec = next((p.call.result for p in reversed(view.prior)
+                    if p.call.name in d.spec.target.read and isinstance(p.call.result, dict)
+                    and _same(p.call.result.get(d.spec.target.result_key), cand)), None)
+        if rec is not None:
+            said = _user_mention(view, cand, ctx, None) is not None
+            scored.append((_field_mentions(view, rec, cand)[0] + 100 * said, cand))
+    if not scored:
+        return Decision.abstain(f"no read of what {d.tool} would act on")
+    best = max(n for n, _ in scored)
+    meant = [c for n, c in scored if n == best]
+    if len(meant) > 1:
+        return Decision.abstain(f"cannot tell which of {', '.join(meant)} the user meant")
+    want = meant[0]
+    call = ToolCall(name=d.tool, arguments={arg: want})
+    site = CallSite(probe.index, call, d.workflow, d.spec)
+    bindings, target = rule_bindings(ctx, site, view)
+    if target is None:
+        return Decision.abstain(f"no read of {want!r} to judge {d.tool} against")
+    span = _result_span_of(target)
+    for rule in d.spec.rules:
+        if rule.when is not None:
+            w = evaluate_rule(rule.when, bindings)
+            if w.value is None:
+                return Decision.abstain(f"cannot tell whether rule {rule.id!r} applies: "
+                                        f"{w.reason}")
+            if not w.value:
+                continue
+        r = evaluate_rule(rule.check, bindings)
+        if r.value is None:
+            return Decision.abstain(f"rule {rule.id!r} cannot be evaluated for the declined "
+                                    f"{d.tool}: {r.reason}")
+        if not r.value:
+            return Decision(Outcome.FALSE, 1.0, f"declining was right: rule {rule.id!r} is "
+                            f"false for {want!r} ({rule.message or rule.check})", span)
+    return Decision(Outcome.TRUE, 0.85, f"the user asked for {d.tool} on {want!r}; every "
+                    f"rule of the policy holds for it, and the agent declined ({d.cue!r})",
+                    span)
 
 
 def _refused_before(ctx: TurnContext, site: CallSite) -> bool:
