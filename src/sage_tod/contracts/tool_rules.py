@@ -190,7 +190,7 @@ def _evaluate(expr: str, bindings: Mapping[str, Any]) -> tuple[Any, str]:
     names = PREFERENCE_NAMES if "item" in bindings else RULE_NAMES
     missing = sorted(n for n in names if bindings.get(n) is None and n in expr)
     try:
-        activation = {k: json_to_cel(v) for k, v in bindings.items() if v is not None}
+        activation = {k: json_to_cel(v) for k, v in bindings.items()}
         out = _program(expr).evaluate(activation)
     except CELEvalError as exc:
         return None, _reason(exc, missing)
