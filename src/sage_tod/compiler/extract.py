@@ -6,7 +6,9 @@ free values that the state records, categorical values and synonyms, clock
 times, counts next to a slot cue, dates for date slots, place names for slots
 that hold a city or area, and people's names after a role word. Each
 extraction carries a confidence; below the floor (0.5, Appendix J) it is
-dropped, and only unambiguous, exact extractions let S1 decide a failure. A
+dropped, and only unambiguous, exact extractions let S1 decide a failure (the
+floor and the exactness threshold are the compiler-verifier contract, so they
+live in `contracts.criteria`: `EXTRACTION_FLOOR`, `EXACT`). A
 value found by its shape (a capitalised span after "in") is a guess and is
 left to S2 unless the evidence is strong, and a value s_t may hold in another
 spelling ("12th of march", "2 in the afternoon", "Santa Rosa, CA") is not
@@ -27,6 +29,7 @@ from sage_tod.compiler.descriptors import clause_negated, find_descriptors
 from sage_tod.compiler.dontcare import find_waivers, waived_value
 from sage_tod.compiler.names import find_typed_names
 from sage_tod.compiler.offers import find_acceptance
+from sage_tod.contracts.criteria import EXACT, EXTRACTION_FLOOR
 from sage_tod.contracts.spec import SlotSpec, SpecBundle, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import normalize_boolean
@@ -39,10 +42,8 @@ from sage_tod.text.sentences import sentences
 from sage_tod.text.spans import Taken
 from sage_tod.text.times import find_times, normalize_time
 
-EXTRACTION_FLOOR = 0.5
 # how many further occurrences of one yes/no word are read ("free wifi and free parking")
 _MAX_REPEATS = 8
-EXACT = 0.9
 
 # Sentences that ask about an entity rather than state a constraint.
 _QUESTION_ABOUT_ENTITY = re.compile(

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
-from sage_tod.compiler.extract import EXTRACTION_FLOOR
 from sage_tod.contracts.criteria import (
+    EXTRACTION_FLOOR,
     Criterion,
     CriterionArgs,
     Decision,

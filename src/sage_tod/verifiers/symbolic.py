@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from sage_tod.compiler.context import TurnContext
 from sage_tod.compiler.cues import slot_cues
-from sage_tod.compiler.extract import EXACT
 from sage_tod.contracts.criteria import (
+    EXACT,
     Criterion,
     Decision,
     IUVArgs,

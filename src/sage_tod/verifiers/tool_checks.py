@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
-from sage_tod.compiler.extract import EXACT
 from sage_tod.compiler.tool_calls import CallSite, commit_sites, leaf_text, leaves
-from sage_tod.contracts.criteria import Decision, IUVArgs, Outcome, PCArgs, Span, UVArgs
+from sage_tod.contracts.criteria import EXACT, Decision, IUVArgs, Outcome, PCArgs, Span, UVArgs
 from sage_tod.contracts.tool_rules import evaluate_rule
 from sage_tod.contracts.turns import ToolCall
 from sage_tod.text.match import find_value
