@@ -155,7 +155,7 @@ def test_anchor_screen_never_hides_a_match(text: str, value: str) -> None:
 
 def test_workflow_tables_are_built_once_and_are_not_its_identity() -> None:
     from sage_tod.compiler.cues import slot_cues
-    from sage_tod.contracts.spec import parse_spec
+    from sage_tod.contracts.spec import Derived, parse_spec
 
     doc = {"workflows": [{"id": "w", "slots": [{"name": "hotel-area"}]}]}
     a, b = parse_spec(doc).workflow("w"), parse_spec(doc).workflow("w")
@@ -167,5 +167,8 @@ def test_workflow_tables_are_built_once_and_are_not_its_identity() -> None:
         return ["table"]
 
     assert a.derived("t", build) is a.derived("t", build) and calls == ["built"]
+    table = Derived("t", build)  # a typed key: its own table, however the string reads
+    assert table.of(a) is table.of(a) and table.of(a) is not a.derived("t", build)
+    assert calls == ["built", "built"] and table.of(b) is not table.of(a)
     assert slot_cues(a) is slot_cues(a)
     assert a == b  # a memo does not make two equal workflows differ
