@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import pairwise
 from typing import Protocol
 
@@ -156,16 +155,11 @@ def _search_question_spans(text: str) -> list[tuple[int, int]]:
             and s.text.endswith("?")]
 
 
-def _negated(text: str, start: int) -> bool:
-    """A negation among the three words before `start`, within the same clause."""
-    ends = _clause_ends(text)
+def _negated(text: str, start: int, ends: Sequence[int]) -> bool:
+    """A negation among the three words before `start`, within the same clause (`ends`:
+    where the clause marks of `text` end, read once per utterance by the caller)."""
     k = bisect_right(ends, start)  # clause marks that end at or before `start`
     return is_negated(text, start, since=ends[k - 1] if k else 0)
-
-
-@lru_cache(maxsize=64)
-def _clause_ends(text: str) -> tuple[int, ...]:
-    return tuple(m.end() for m in _CLAUSE_END.finditer(text))
 
 
 def _inside(spans: list[tuple[int, int]], start: int) -> bool:
@@ -273,6 +267,7 @@ def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = f
     taken = Taken()  # claimed spans, searched in O(log n)
     out: list[Extraction] = []
     after = turn.after()
+    clause_ends = [m.end() for m in _CLAUSE_END.finditer(text)]
 
     def free(s: int, e: int, source: str = "") -> bool:
         if taken.overlaps(s, e):
@@ -283,7 +278,7 @@ def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = f
     def add(value: str, cands: list[str], s: int, e: int, source: str,
             alternatives: tuple[str, ...] = (), confidence: float | None = None,
             narrowed: list[str] | None = None, floor: float | None = None) -> None:
-        if not cands or not free(s, e, source) or _negated(text, s):
+        if not cands or not free(s, e, source) or _negated(text, s, clause_ends):
             return
         if _inside(skip, s):  # in a searching question: a constraint, but not a sure one
             floor = None
