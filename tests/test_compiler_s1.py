@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from sage_tod.compiler.compile import compile_turn
 from sage_tod.compiler.context import TurnContext, make_context
-from sage_tod.contracts.criteria import Criterion, FailureClass, Outcome
+from sage_tod.contracts.criteria import Criterion, FailureClass, Outcome, PCArgs
 from sage_tod.contracts.spec import parse_spec
 from sage_tod.contracts.turns import Turn, parse_turn
 from sage_tod.verifiers.base import Item
@@ -175,6 +175,22 @@ def test_pc_questions_refusals_and_acts(make_turn, ctx_of: Ctx) -> None:
     assert _outcomes(ctx_of(implied), FailureClass.PC) == [Outcome.ABSTAIN]
 
 
+def test_pc_a_promised_booking_confirms_nothing_without_s2(make_turn, ctx_of: Ctx) -> None:
+    """"I'll go ahead and book it" reads as an implied confirmation; when a_t reports no
+    booking done, S1 decides FALSE (compiler.detect.promised_booking), so the rule holds
+    with S2 off. A turn that also reports one done is left open, as before."""
+    promise = make_turn(user="ok", agent="Great, I'll go ahead and book that for you.",
+                        before=FULL)
+    (c, o), = _decide(ctx_of(promise), FailureClass.PC)
+    assert isinstance(c.args, PCArgs) and c.args.certainty == "implied"
+    assert o is Outcome.FALSE
+    done = make_turn(user="ok", agent="I'll go ahead and book it. Done, reference ABC123.",
+                     before=FULL)
+    (c, o), = _decide(ctx_of(done), FailureClass.PC)
+    assert isinstance(c.args, PCArgs) and c.args.certainty == "implied"
+    assert o is Outcome.ABSTAIN
+
+
 def test_pc_custom_outcome(make_turn, ctx_of: Ctx) -> None:
     t = make_turn(user="from a to b", agent="Your train is booked.", workflow="train",
                   after={"departure": "a", "destination": "b"})
@@ -286,8 +302,10 @@ def test_no_thank_you_declines_the_booking_not_the_offered_place(make_turn, ctx_
 def test_pc_a_promise_to_book_later_is_not_a_confirmation(make_turn, ctx_of: Ctx) -> None:
     later = make_turn(user="ok", agent="Great. I will book a table later.", before={})
     assert _decide(ctx_of(later), FailureClass.PC) == []
+    # an implied confirmation that only promises the booking: S1 decides it (it used to
+    # abstain and leave it to S2's promise rule)
     now = make_turn(user="ok", agent="Great. I will book a table for you.", before={})
-    assert _outcomes(ctx_of(now), FailureClass.PC) == [Outcome.ABSTAIN]
+    assert _outcomes(ctx_of(now), FailureClass.PC) == [Outcome.FALSE]
 
 
 def test_wnf_any_of_prerequisites_through_s1(make_turn, ctx_of: Ctx) -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from sage_tod.compiler.compile import compile_turn
 from sage_tod.compiler.context import make_context
-from sage_tod.compiler.extract import EXACT, Extraction, extract_user_values
-from sage_tod.contracts.criteria import Criterion, FailureClass, Outcome
+from sage_tod.compiler.extract import Extraction, extract_user_values
+from sage_tod.contracts.criteria import EXACT, Criterion, FailureClass, Outcome
 from sage_tod.contracts.spec import SlotSpec, SpecBundle, parse_spec
 from sage_tod.contracts.turns import Turn, parse_turn
 from sage_tod.text.dates import date_key, find_dates, same_day

@@ -14,9 +14,9 @@ from typing import Any
 from sage_tod.compiler.compile import compile_turn
 from sage_tod.compiler.context import make_context
 from sage_tod.compiler.dontcare import find_waivers
-from sage_tod.compiler.extract import EXACT, Extraction, extract_user_values
+from sage_tod.compiler.extract import Extraction, extract_user_values
 from sage_tod.compiler.offers import find_acceptance, offered_names
-from sage_tod.contracts.criteria import FailureClass, IUVArgs
+from sage_tod.contracts.criteria import EXACT, FailureClass, IUVArgs
 from sage_tod.contracts.spec import SpecBundle, Workflow, parse_spec
 from sage_tod.contracts.turns import Turn, parse_turn
 

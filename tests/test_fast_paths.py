@@ -1,8 +1,10 @@
 """The S1 speed-ups return what the plain definitions return.
 
 `text.match` memoises per-text token indexes, skips a fuzzy pass that could
-only repeat the exact one, reads graded forms from the index and screens
-near-name windows with SequenceMatcher's quick bounds; `SlotSpec` memoises
+only repeat the exact one, reads graded forms from the index and scores
+near-name windows and typos with rapidfuzz (checked against plain dynamic
+programs, and against the difflib ratio and hand-written one-edit check it
+replaced); `SlotSpec` memoises
 keys and surface forms; the evaluator holds the garbage collector during a
 batch. Each is checked here against the definition it replaces, on generated
 texts, so a shortcut that changes an answer fails.
@@ -54,6 +56,27 @@ def _plain_similar(text: str, needle: list[str]) -> list[tuple[int, int]]:
     return out
 
 
+def _lcs(a: str, b: str) -> int:
+    """Longest common subsequence, the textbook dynamic program."""
+    row = [0] * (len(b) + 1)
+    for x in a:
+        prev, row = row, [0]
+        for j, y in enumerate(b):
+            row.append(prev[j] + 1 if x == y else max(prev[j + 1], row[j]))
+    return row[-1]
+
+
+def _lcs_similar(text: str, needle: list[str]) -> list[tuple[int, int]]:
+    """The name screen's definition: 2·LCS / (|window| + |name|) >= .9."""
+    n, want = len(needle), " ".join(needle)
+    if n < 2 or len(want) < 8:
+        return []
+    toks = _plain_content_tokens(text)
+    return [(toks[i][1], toks[i + n - 1][2]) for i in range(len(toks) - n + 1)
+            if (got := " ".join(t for t, _, _ in toks[i:i + n]))[0] == want[0]
+            and 2.0 * _lcs(got, want) / (len(got) + len(want)) >= 0.9]
+
+
 @settings(max_examples=400, deadline=None)
 @given(texts, values)
 def test_indexes_and_name_screen_equal_the_definitions(text: str, value: str) -> None:
@@ -62,7 +85,33 @@ def test_indexes_and_name_screen_equal_the_definitions(text: str, value: str) ->
     assert by_token == {t: [i for i, (u, _, _) in enumerate(toks) if u == t]
                         for t in {u for u, _, _ in toks}}
     needle = basic_tokens(value)
+    assert match._similar_spans(text, needle) == _lcs_similar(text, needle)
+    # ... and decides as the difflib ratio it replaced did, on these words (difflib's
+    # matching blocks can fall short of the LCS on other strings: docs/method.md)
     assert match._similar_spans(text, needle) == _plain_similar(text, needle)
+
+
+def _plain_one_edit(a: str, b: str) -> bool:
+    """The hand-written check the typo test used before rapidfuzz's OSA distance."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
+    return short[i:] == long_[i + 1:]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet="abc", min_size=5, max_size=8),
+       st.text(alphabet="abc", min_size=5, max_size=8))
+def test_typo_check_is_one_edit(tail: str, other: str) -> None:
+    tok, want = "c" + tail, "c" + other  # a typo keeps the first letter
+    assert match._same_or_typo(tok, want) == (tok == want or _plain_one_edit(tok, want))
 
 
 _CATEGORICAL = SlotSpec(name="hotel-pricerange", type="categorical",
@@ -155,7 +204,7 @@ def test_anchor_screen_never_hides_a_match(text: str, value: str) -> None:
 
 def test_workflow_tables_are_built_once_and_are_not_its_identity() -> None:
     from sage_tod.compiler.cues import slot_cues
-    from sage_tod.contracts.spec import parse_spec
+    from sage_tod.contracts.spec import Derived, parse_spec
 
     doc = {"workflows": [{"id": "w", "slots": [{"name": "hotel-area"}]}]}
     a, b = parse_spec(doc).workflow("w"), parse_spec(doc).workflow("w")
@@ -167,5 +216,8 @@ def test_workflow_tables_are_built_once_and_are_not_its_identity() -> None:
         return ["table"]
 
     assert a.derived("t", build) is a.derived("t", build) and calls == ["built"]
+    table = Derived("t", build)  # a typed key: its own table, however the string reads
+    assert table.of(a) is table.of(a) and table.of(a) is not a.derived("t", build)
+    assert calls == ["built", "built"] and table.of(b) is not table.of(a)
     assert slot_cues(a) is slot_cues(a)
     assert a == b  # a memo does not make two equal workflows differ

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.spec import Derived, Workflow
 
 STOPWORDS = frozenset({
     "a", "an", "the", "of", "for", "to", "in", "on", "at", "by", "with", "from", "and",
@@ -130,15 +130,14 @@ def _slot_words(name: str, description: str, domain_words: frozenset[str]) -> se
     return words
 
 
-@lru_cache(maxsize=256)
-def _cues_cached(wf_id: str, items: tuple[tuple[str, str], ...]) -> SlotCues:
+def _build_slot_cues(workflow: Workflow) -> SlotCues:
     # words in most slot names of a workflow ("restaurant", "book") name the
     # workflow, not a slot
-    domain = _domain_words_cached(tuple(n for n, _ in items))
+    domain = domain_words(workflow)
     index: dict[str, set[str]] = {}
-    for name, desc in items:
-        for w in _slot_words(name, desc, domain):
-            index.setdefault(_stem(w), set()).add(name)
+    for spec in workflow.slots.values():
+        for w in _slot_words(spec.name, spec.description, domain):
+            index.setdefault(_stem(w), set()).add(spec.name)
     concept_stems = {_stem(m) for members in CONCEPTS.values() for m in members}
     # a description word shared by many slots ("table" in "time of the table
     # booking") says nothing about which one is meant
@@ -146,21 +145,22 @@ def _cues_cached(wf_id: str, items: tuple[tuple[str, str], ...]) -> SlotCues:
                      if len(v) <= 2 or k in concept_stems})
 
 
-@lru_cache(maxsize=256)
-def _domain_words_cached(names: tuple[str, ...]) -> frozenset[str]:
+def _build_domain_words(workflow: Workflow) -> frozenset[str]:
+    names = tuple(workflow.slots)
     counts: Counter[str] = Counter(w for n in names for w in set(_words(n)))
     return frozenset(w for w, c in counts.items() if c >= max(2, len(names) // 2 + 1))
 
 
+# built once per workflow and kept with it (`contracts.spec.Derived`)
+_SLOT_CUES: Derived[Workflow, SlotCues] = Derived("cues.slot_cues", _build_slot_cues)
+_DOMAIN_WORDS: Derived[Workflow, frozenset[str]] = Derived("cues.domain_words",
+                                                           _build_domain_words)
+
+
 def domain_words(workflow: Workflow) -> frozenset[str]:
     """Words in most slot names of a workflow ("hotel" in hotel-area, hotel-stars, ...)."""
-    return _domain_words_cached(tuple(workflow.slots))
+    return _DOMAIN_WORDS.of(workflow)
 
 
 def slot_cues(workflow: Workflow) -> SlotCues:
-    return workflow.derived("cues.slot_cues", _build_slot_cues)
-
-
-def _build_slot_cues(workflow: Workflow) -> SlotCues:
-    items = tuple((s.name, s.description) for s in workflow.slots.values())
-    return _cues_cached(workflow.id, items)
+    return _SLOT_CUES.of(workflow)

@@ -60,6 +60,11 @@ _DEFERRAL = re.compile(r"\b(later|once you|when you|after you|if you|as soon as)
 _REFUSAL = re.compile(
     r"\b(not|n't|unable|cannot|can't|unfortunately|unsuccessful|failed|fail|no availability|"
     r"fully booked|sold out|already booked|couldn't|could not|wasn't|isn't)\b")
+# a booking announced, not done ("i will book it for you"), and words of one done
+_PROMISE = re.compile(r"\b(i will|i'll|i can|i could|let me|shall i|should i|"
+                      r"would you like me to|do you want me to)\s+(go ahead and\s+)?"
+                      r"(book|reserve|make)\b", re.IGNORECASE)
+_DONE = re.compile(r"\b(booked|reserved|confirmed|successful|reference|ref)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,22 @@ def detect_confirmation(turn: Turn, wf: Workflow) -> Confirmation | None:
         return None
     s, e, strong = span
     return Confirmation("cue" if strong else "implied", s, e, text[s:e])
+
+
+def promised_booking(text: str) -> str | None:
+    """The words by which a_t announces a booking it has not made ("I will book it for
+    you", "shall I reserve"), when a_t reports none done (no "booked", "reference", ...);
+    else None.
+
+    An implied confirmation in such a turn confirms nothing: the NLI model reads "I
+    will book it" as "something has been booked", and S2 used to be the only stage that
+    knew better, so without S2 the promise was left open. S1 decides it now (and S2, for
+    a cascade without S1, reads the same rule from here).
+    """
+    promise = _PROMISE.search(text)
+    if promise is None or _DONE.search(text):
+        return None
+    return promise.group()
 
 
 def _confirmation_span(text: str, wf: Workflow) -> tuple[int, int, bool] | None:

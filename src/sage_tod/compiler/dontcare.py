@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 from sage_tod.compiler.cues import cue_tokens, slot_cues, stem
-from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import DONTCARE
 from sage_tod.text.match import find_value
@@ -149,7 +149,7 @@ def _pointed(wf: Workflow, text: str, waivable: set[str]) -> tuple[str, ...]:
 
 def _waivable(wf: Workflow) -> set[str]:
     """Slots a user may waive: constraints, not counts of people or stays."""
-    return set(wf.derived("dontcare.waivable", _build_waivable))
+    return set(_WAIVABLE.of(wf))
 
 
 def _build_waivable(wf: Workflow) -> frozenset[str]:
@@ -160,6 +160,9 @@ def _build_waivable(wf: Workflow) -> frozenset[str]:
             continue
         out.add(name)
     return frozenset(out)
+
+
+_WAIVABLE: Derived[Workflow, frozenset[str]] = Derived("dontcare.waivable", _build_waivable)
 
 
 _TIME_OF_DAY = frozenset({"early", "earlier", "late", "later", "morning", "afternoon",

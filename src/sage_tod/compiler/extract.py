@@ -6,7 +6,9 @@ free values that the state records, categorical values and synonyms, clock
 times, counts next to a slot cue, dates for date slots, place names for slots
 that hold a city or area, and people's names after a role word. Each
 extraction carries a confidence; below the floor (0.5, Appendix J) it is
-dropped, and only unambiguous, exact extractions let S1 decide a failure. A
+dropped, and only unambiguous, exact extractions let S1 decide a failure (the
+floor and the exactness threshold are the compiler-verifier contract, so they
+live in `contracts.criteria`: `EXTRACTION_FLOOR`, `EXACT`). A
 value found by its shape (a capitalised span after "in") is a guess and is
 left to S2 unless the evidence is strong, and a value s_t may hold in another
 spelling ("12th of march", "2 in the afternoon", "Santa Rosa, CA") is not
@@ -17,8 +19,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import pairwise
 from typing import Protocol
 
@@ -27,7 +29,8 @@ from sage_tod.compiler.descriptors import clause_negated, find_descriptors
 from sage_tod.compiler.dontcare import find_waivers, waived_value
 from sage_tod.compiler.names import find_typed_names
 from sage_tod.compiler.offers import find_acceptance
-from sage_tod.contracts.spec import SlotSpec, SpecBundle, Workflow
+from sage_tod.contracts.criteria import EXACT, EXTRACTION_FLOOR
+from sage_tod.contracts.spec import Derived, SlotSpec, SpecBundle, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import normalize_boolean
 from sage_tod.text.dates import date_key, find_dates, same_day
@@ -39,10 +42,8 @@ from sage_tod.text.sentences import sentences
 from sage_tod.text.spans import Taken
 from sage_tod.text.times import find_times, normalize_time
 
-EXTRACTION_FLOOR = 0.5
 # how many further occurrences of one yes/no word are read ("free wifi and free parking")
 _MAX_REPEATS = 8
-EXACT = 0.9
 
 # Sentences that ask about an entity rather than state a constraint.
 _QUESTION_ABOUT_ENTITY = re.compile(
@@ -154,16 +155,11 @@ def _search_question_spans(text: str) -> list[tuple[int, int]]:
             and s.text.endswith("?")]
 
 
-def _negated(text: str, start: int) -> bool:
-    """A negation among the three words before `start`, within the same clause."""
-    ends = _clause_ends(text)
+def _negated(text: str, start: int, ends: Sequence[int]) -> bool:
+    """A negation among the three words before `start`, within the same clause (`ends`:
+    where the clause marks of `text` end, read once per utterance by the caller)."""
     k = bisect_right(ends, start)  # clause marks that end at or before `start`
     return is_negated(text, start, since=ends[k - 1] if k else 0)
-
-
-@lru_cache(maxsize=64)
-def _clause_ends(text: str) -> tuple[int, ...]:
-    return tuple(m.end() for m in _CLAUSE_END.finditer(text))
 
 
 def _inside(spans: list[tuple[int, int]], start: int) -> bool:
@@ -232,21 +228,34 @@ def extract_user_values(turn: Turn, wf: Workflow, spec: SpecBundle | None = None
             out.append(Extraction(uv.value, (uv.slot,), start, end, uv.confidence,
                                   "user_values"))
         return [e for e in out if e.confidence >= EXTRACTION_FLOOR]
-    others = (spec.derived(f"extract.other_workflow_words:{wf.id}",
-                           lambda sp: _other_workflow_words(sp, wf))
-              if spec is not None else frozenset())
+    others = _OTHER_WORDS.of(spec).of(spec, wf) if spec is not None else frozenset()
     return [e for e in _extract_from_text(turn, wf, others)
             if e.confidence >= EXTRACTION_FLOOR]
 
 
-def _other_workflow_words(spec: SpecBundle, wf: Workflow) -> frozenset[str]:
-    """The words that name the spec's other workflows ("attraction", "train") and not
-    this one: a search that names one of them is not a search of this workflow (built
-    once per spec and workflow)."""
-    own = set(domain_words(wf)) | {w for w in basic(wf.id).split() if len(w) > 2}
-    out = {w for other in spec.workflows.values() if other.id != wf.id
-           for w in (set(domain_words(other)) | set(basic(other.id).split())) if len(w) > 2}
-    return frozenset(out - own)
+class _OtherWorkflowWords:
+    """Per workflow id, the words that name the spec's other workflows ("attraction",
+    "train") and not this one: a search that names one of them is not a search of this
+    workflow. One per spec (`_OTHER_WORDS`), filled as its workflows are read."""
+
+    __slots__ = ("_by_id",)
+
+    def __init__(self, spec: SpecBundle) -> None:
+        self._by_id: dict[str, frozenset[str]] = {}
+
+    def of(self, spec: SpecBundle, wf: Workflow) -> frozenset[str]:
+        got = self._by_id.get(wf.id)
+        if got is None:
+            own = set(domain_words(wf)) | {w for w in basic(wf.id).split() if len(w) > 2}
+            out = {w for other in spec.workflows.values() if other.id != wf.id
+                   for w in (set(domain_words(other)) | set(basic(other.id).split()))
+                   if len(w) > 2}
+            got = self._by_id[wf.id] = frozenset(out - own)
+        return got
+
+
+_OTHER_WORDS: Derived[SpecBundle, _OtherWorkflowWords] = Derived(
+    "extract.other_workflow_words", _OtherWorkflowWords)
 
 
 def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = frozenset()
@@ -258,6 +267,7 @@ def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = f
     taken = Taken()  # claimed spans, searched in O(log n)
     out: list[Extraction] = []
     after = turn.after()
+    clause_ends = [m.end() for m in _CLAUSE_END.finditer(text)]
 
     def free(s: int, e: int, source: str = "") -> bool:
         if taken.overlaps(s, e):
@@ -268,7 +278,7 @@ def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = f
     def add(value: str, cands: list[str], s: int, e: int, source: str,
             alternatives: tuple[str, ...] = (), confidence: float | None = None,
             narrowed: list[str] | None = None, floor: float | None = None) -> None:
-        if not cands or not free(s, e, source) or _negated(text, s):
+        if not cands or not free(s, e, source) or _negated(text, s, clause_ends):
             return
         if _inside(skip, s):  # in a searching question: a constraint, but not a sure one
             floor = None
@@ -369,14 +379,10 @@ class _Free(Protocol):
 _Form = tuple[int, str, str, SlotSpec, frozenset[str] | None, str]
 
 
-def _categorical_forms(wf: Workflow) -> list[_Form]:
+def _build_categorical_forms(wf: Workflow) -> tuple[_Form, ...]:
     """Every surface form `_categorical` looks for, longest first, with the tokens a text
     must hold for `find_value` to find it (`match.anchor_tokens`); built once per
-    workflow (`Workflow.derived`), not per turn."""
-    return wf.derived("extract.categorical_forms", _build_categorical_forms)
-
-
-def _build_categorical_forms(wf: Workflow) -> list[_Form]:
+    workflow (`_CATEGORICAL_FORMS`), not per turn."""
     forms: list[tuple[int, str, str, SlotSpec]] = []
     for spec in wf.slots.values():
         if spec.type in {"categorical", "boolean"} or (spec.values and spec.type == "free"):
@@ -394,8 +400,12 @@ def _build_categorical_forms(wf: Workflow) -> list[_Form]:
                         alt = " ".join(w[:-1] + " s" if w.endswith("s") and len(w) > 4 else w
                                        for w in words)
                         forms.append((len(basic(f)), alt, canon, spec))
-    return [(n, f, canon, spec, anchor_tokens(f), _compact(f)) for n, f, canon, spec
-            in sorted(forms, key=lambda x: -x[0])]
+    return tuple((n, f, canon, spec, anchor_tokens(f), _compact(f)) for n, f, canon, spec
+                 in sorted(forms, key=lambda x: -x[0]))
+
+
+_CATEGORICAL_FORMS: Derived[Workflow, tuple[_Form, ...]] = Derived(
+    "extract.categorical_forms", _build_categorical_forms)
 
 
 def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
@@ -405,7 +415,7 @@ def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
     toks = tokens_with_spans(text)
     said = text_tokens(text)
     bigrams = {t1 + t2: (s1, e2) for (t1, s1, _), (t2, _, e2) in pairwise(toks)}
-    for _, f, canon, spec, anchors, compact in _categorical_forms(wf):
+    for _, f, canon, spec, anchors, compact in _CATEGORICAL_FORMS.of(wf):
         # a form none of whose possible first tokens the text holds is not in it
         hit = (find_value(text, f, None) if anchors is None or not anchors.isdisjoint(said)
                else None)
@@ -745,27 +755,39 @@ def _common_prefix(a: str, b: str) -> int:
     return n
 
 
-def _person_slots(wf: Workflow) -> tuple[dict[str, set[str]], list[str]]:
+@dataclass(frozen=True)
+class _PersonSlots:
     """The workflow's free slots about people (slot -> its role words) and its name
-    slots (built once per workflow)."""
-    roles: dict[str, set[str]] = {}
-    for spec in wf.slots.values():
-        if spec.type != "free" or spec.values or is_place_slot(spec):
-            continue
-        words = set(re.findall(r"[a-z]+", (spec.name + " " + spec.description).lower()))
-        if words & _PERSON_ROLES:
-            roles[spec.name] = words & _PERSON_ROLES
-    names = [sp.name for sp in wf.slots.values() if sp.type == "free" and not sp.values
-             and "name" in re.findall(r"[a-z]+", sp.name.lower())
-             and not is_place_slot(sp)]
-    return roles, names
+    slots (built once per workflow: `_PERSON_SLOTS`)."""
+
+    roles: Mapping[str, frozenset[str]]
+    names: tuple[str, ...]
+
+    @staticmethod
+    def build(wf: Workflow) -> _PersonSlots:
+        roles: dict[str, frozenset[str]] = {}
+        for spec in wf.slots.values():
+            if spec.type != "free" or spec.values or is_place_slot(spec):
+                continue
+            words = set(re.findall(r"[a-z]+", (spec.name + " " + spec.description).lower()))
+            if words & _PERSON_ROLES:
+                roles[spec.name] = frozenset(words & _PERSON_ROLES)
+        names = tuple(sp.name for sp in wf.slots.values() if sp.type == "free"
+                      and not sp.values and "name" in re.findall(r"[a-z]+", sp.name.lower())
+                      and not is_place_slot(sp))
+        return _PersonSlots(roles, names)
+
+
+_PERSON_SLOTS: Derived[Workflow, _PersonSlots] = Derived("extract.person_slots",
+                                                         _PersonSlots.build)
 
 
 _NAMING_WORD = re.compile(r"\b(?:called|named|titled)\b", re.IGNORECASE)
 
 
 def _people(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
-    roles, names = wf.derived("extract.person_slots", _person_slots)
+    people = _PERSON_SLOTS.of(wf)
+    roles, names = people.roles, list(people.names)
     if not roles and not (names and _NAMING_WORD.search(turn.user)):
         return  # without role slots only "called/named/titled X" can name someone
     after = turn.after()

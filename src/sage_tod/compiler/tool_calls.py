@@ -29,8 +29,16 @@ from typing import Any
 
 from sage_tod.compiler.context import TurnContext
 from sage_tod.compiler.detect import Confirmation, detect_confirmation
-from sage_tod.compiler.extract import EXACT, Extraction, extract_user_values
-from sage_tod.contracts.criteria import Criterion, FailureClass, IUVArgs, PCArgs, Span, UVArgs
+from sage_tod.compiler.extract import Extraction, extract_user_values
+from sage_tod.contracts.criteria import (
+    EXACT,
+    Criterion,
+    FailureClass,
+    IUVArgs,
+    PCArgs,
+    Span,
+    UVArgs,
+)
 from sage_tod.contracts.spec import ToolSpec, Workflow
 from sage_tod.contracts.turns import ToolCall, Turn
 

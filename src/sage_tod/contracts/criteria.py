@@ -133,6 +133,17 @@ class UVArgs(_ToolCallFields):
     path: str | None = None
 
 
+# How sure an extraction of a user value (`IUVArgs.confidence`) must be, for whom. The
+# compiler writes the confidence, the verifiers read it: the two thresholds are the
+# contract between them, so they live here, below both layers, not in the extractor.
+# Below the floor (Appendix J) a value is not worth a criterion: the extractor drops it
+# and S2 abstains on one it is handed.
+EXTRACTION_FLOOR = 0.5
+# At or above it (with one candidate slot) an extraction is exact: S1 may decide IUV on
+# it alone; below it the criterion is left to S2 (`nlu`).
+EXACT = 0.9
+
+
 class IUVArgs(_ToolCallFields):
     """IUV: a value the user supplied, the slots it may fill, and how sure extraction is
     (for a tool call: a value the user asked for that the call does not carry)."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Generic, Literal, Self, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -191,15 +191,46 @@ class _Derives:
     forms, the cue index, the waivable slots, the other workflows' words): every turn
     asks for the same ones, and a spec never changes after loading."""
 
-    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False,
-                                     compare=False)
+    _derived: dict[object, Any] = field(default_factory=dict, init=False, repr=False,
+                                        compare=False)
 
-    def derived(self, key: str, build: Callable[[Self], _T]) -> _T:
-        """`build(self)`, computed the first time `key` is asked for and kept."""
+    def derived(self, key: str | Derived[Any, Any], build: Callable[[Self], _T]) -> _T:
+        """`build(self)`, computed the first time `key` is asked for and kept. A module's
+        own tables use a `Derived` key (typed, and no name two modules could share); a
+        string key is for a one-off flag."""
         got = self._derived.get(key)
         if got is None:
             got = self._derived[key] = build(self)
         return got
+
+
+_Part = TypeVar("_Part", bound=_Derives)
+
+
+class Derived(Generic[_Part, _T]):
+    """A table derived from a spec part (a `Workflow`, a `SpecBundle`), built the first
+    time it is asked for on that part and kept with it: `FORMS = Derived("forms", build)`
+    at module level, `FORMS.of(wf)` per turn.
+
+    The key is this object, not a string, so the reader knows the table's type, two
+    modules cannot collide on a name, and the table lives and dies with the spec that it
+    was derived from (no process-wide memo to bound or to clear).
+    """
+
+    __slots__ = ("build", "name")
+
+    def __init__(self, name: str, build: Callable[[_Part], _T]) -> None:
+        self.name = name  # for repr and debugging only: identity is the key
+        self.build = build
+
+    def of(self, part: _Part) -> _T:
+        got = part._derived.get(self)
+        if got is None:
+            got = part._derived[self] = self.build(part)
+        return got
+
+    def __repr__(self) -> str:
+        return f"Derived({self.name!r})"
 
 
 @dataclass(frozen=True)

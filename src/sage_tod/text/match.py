@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from functools import lru_cache
+
+from rapidfuzz.distance import OSA, LCSseq
 
 from sage_tod.text.booleans import dontcare_span, is_dontcare
 from sage_tod.text.dates import date_key, find_dates
@@ -83,27 +84,14 @@ def _initial_index(text: str) -> dict[str, list[int]]:
     return by_initial
 
 
-def _one_edit(a: str, b: str) -> bool:
-    """At most one insertion, deletion, substitution or swap ("cambrige"/"cambridge")."""
-    if a == b:
-        return True
-    if abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
-                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
-    short, long_ = (a, b) if len(a) < len(b) else (b, a)
-    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
-    return short[i:] == long_[i + 1:]
-
-
 def _same_or_typo(tok: str, want: str) -> bool:
     if tok == want:
         return True
-    # a typo in a long word, never in short words or numbers ("east"/"west", "17:15")
+    # a typo in a long word, never in short words or numbers ("east"/"west", "17:15"):
+    # at most one insertion, deletion, substitution or swap of neighbours ("cambrige",
+    # "cmabridge"), which is the optimal-string-alignment distance 1
     return (len(want) >= 6 and len(tok) >= 6 and want.isalpha() and tok.isalpha()
-            and tok[0] == want[0] and _one_edit(tok, want))
+            and tok[0] == want[0] and OSA.distance(tok, want, score_cutoff=1) <= 1)
 
 
 def _iter_tokens(text: str, needle: Sequence[str], fuzzy: bool = False
@@ -299,21 +287,25 @@ _NAME_RATIO = 0.9  # "cafe uno" / "caffe uno" .94; "pizza hut city centre" / "..
 
 def _similar_spans(text: str, needle: Sequence[str]) -> list[tuple[int, int]]:
     """Spans of as many tokens as a multi-word name that spell it nearly the same
-    (character ratio >= .9, same first letter): "cafe uno" for "Caffe Uno"."""
+    (character ratio >= .9, same first letter): "cafe uno" for "Caffe Uno".
+
+    The ratio is 2·LCS / (|window| + |name|), LCS the longest common subsequence of
+    characters (rapidfuzz's Indel similarity), computed as difflib's `ratio()` computes
+    its 2·M / T so that the same counts give the same float. difflib's M (matching
+    blocks, Ratcliff/Obershelp) is at most the LCS, so where they differ this ratio is
+    the higher one; on every bench slice and golden turn they decide alike
+    (docs/method.md)."""
     n = len(needle)
     want = " ".join(needle)
     if n < 2 or len(want) < 8:
         return []
     toks = _content_tokens(text)
     out: list[tuple[int, int]] = []
-    matcher = SequenceMatcher(None, "", want)  # seq2 is analysed once, not per window
     for i in range(len(toks) - n + 1):
         if toks[i][0][:1] != want[0]:
             continue
-        matcher.set_seq1(" ".join(t for t, _, _ in toks[i:i + n]))
-        # the two quick ratios are upper bounds of ratio(), and cheap
-        close = (matcher.real_quick_ratio() >= _NAME_RATIO
-                 and matcher.quick_ratio() >= _NAME_RATIO and matcher.ratio() >= _NAME_RATIO)
-        if close:
+        window = " ".join(t for t, _, _ in toks[i:i + n])
+        total = len(window) + len(want)
+        if 2.0 * LCSseq.similarity(window, want) / total >= _NAME_RATIO:
             out.append((toks[i][1], toks[i + n - 1][2]))
     return out

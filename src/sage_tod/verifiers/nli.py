@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
-from sage_tod.compiler.extract import EXTRACTION_FLOOR
 from sage_tod.contracts.criteria import (
+    EXTRACTION_FLOOR,
     Criterion,
     CriterionArgs,
     Decision,
@@ -43,6 +42,7 @@ from sage_tod.contracts.criteria import (
 )
 from sage_tod.contracts.errors import InputError
 from sage_tod.verifiers.base import Item, StageUnavailable
+from sage_tod.verifiers.symbolic import decide_promise
 
 log = logging.getLogger("sage_tod.nli")
 
@@ -64,13 +64,6 @@ class _Plan:
     """Which pairs an item needs (indices into the batch's pair list)."""
 
     pairs: tuple[int, ...]
-
-
-# a booking announced, not done ("i will book it for you"), and words of one done
-_PROMISE = re.compile(r"\b(i will|i'll|i can|i could|let me|shall i|should i|"
-                      r"would you like me to|do you want me to)\s+(go ahead and\s+)?"
-                      r"(book|reserve|make)\b", re.IGNORECASE)
-_DONE = re.compile(r"\b(booked|reserved|confirmed|successful|reference|ref)\b", re.IGNORECASE)
 
 
 class NLIVerifier:
@@ -349,14 +342,10 @@ class NLIVerifier:
         state = ctx.after if self.pc_state == "after" else ctx.before
         if ctx.workflow.outcome_holds(state):
             return Decision(Outcome.FALSE, 1.0, "outcome predicate holds: confirming is allowed")
-        agent = ctx.turn.agent
-        promise = _PROMISE.search(agent)
-        if promise is not None and not _DONE.search(agent):
-            # "I will book it for you" is entailed as "something has been booked" by the
-            # NLI model, but it announces a booking that has not happened yet
-            return Decision(Outcome.FALSE, 1.0,
-                            f"a_t promises a booking ({promise.group()!r}); it confirms none")
-        return None
+        # "I will book it for you" is entailed as "something has been booked" by the NLI
+        # model, but it announces a booking that has not happened yet: S1's rule, which
+        # S1 decides first; S2 keeps it for a cascade without S1 (`no_s1`)
+        return decide_promise(ctx.turn.agent)
 
     def _pc(self, got: tuple[tuple[str, str], tuple[float, float, float]]) -> Decision:
         (_, hyp), p = got

@@ -16,8 +16,9 @@ from typing import Any, Literal
 
 from sage_tod.compiler.context import TurnContext
 from sage_tod.compiler.cues import slot_cues
-from sage_tod.compiler.extract import EXACT
+from sage_tod.compiler.detect import promised_booking
 from sage_tod.contracts.criteria import (
+    EXACT,
     Criterion,
     Decision,
     IUVArgs,
@@ -103,12 +104,26 @@ class SymbolicVerifier:
                             f"outcome predicate holds in {label}: confirming is allowed")
         unmet = sorted(wf.outcome_unmet(state))
         if a.certainty == "implied":
+            promised = decide_promise(ctx.turn.agent)
+            if promised is not None:
+                return promised
             return Decision.abstain(
                 f"outcome predicate is false in {label} (unmet: {', '.join(unmet)}) but the "
                 f"confirmation is only implied ({a.cue!r})")
         return Decision(Outcome.TRUE, 1.0,
                         f"agent confirms while the outcome predicate is false in {label}; "
                         f"unmet: {', '.join(unmet)}")
+
+
+def decide_promise(agent: str) -> Decision | None:
+    """FALSE when a_t only announces a booking ("I will book it for you") and reports
+    none done (`compiler.detect.promised_booking`): its implied confirmation confirms
+    nothing. S1 decides it, so the rule holds without S2; S2 asks the same function for
+    a cascade without S1."""
+    promise = promised_booking(agent)
+    if promise is None:
+        return None
+    return Decision(Outcome.FALSE, 1.0, f"a_t promises a booking ({promise!r}); it confirms none")
 
 
 def _history_sources(ctx: TurnContext) -> list[tuple[str, int | None, str]]:

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
-from sage_tod.compiler.extract import EXACT
 from sage_tod.compiler.tool_calls import (
     CallSite,
     commit_sites,
@@ -36,7 +35,7 @@ from sage_tod.compiler.tool_calls import (
     leaf_text,
     leaves,
 )
-from sage_tod.contracts.criteria import Decision, IUVArgs, Outcome, PCArgs, Span, UVArgs
+from sage_tod.contracts.criteria import EXACT, Decision, IUVArgs, Outcome, PCArgs, Span, UVArgs
 from sage_tod.contracts.tool_rules import ToolPreference, evaluate_number, evaluate_rule
 from sage_tod.contracts.turns import ToolCall
 from sage_tod.text.match import find_value
