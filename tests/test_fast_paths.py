@@ -86,9 +86,11 @@ def test_indexes_and_name_screen_equal_the_definitions(text: str, value: str) ->
                         for t in {u for u, _, _ in toks}}
     needle = basic_tokens(value)
     assert match._similar_spans(text, needle) == _lcs_similar(text, needle)
-    # ... and decides as the difflib ratio it replaced did, on these words (difflib's
-    # matching blocks can fall short of the LCS on other strings: docs/method.md)
-    assert match._similar_spans(text, needle) == _plain_similar(text, needle)
+    # ... and accepts every window the difflib ratio it replaced accepted: difflib's
+    # matching blocks never exceed the LCS, and can fall short of it ("cheap cheap
+    # cheaper" vs "cheap cheaper cheaper"), so the new screen may accept a few more
+    # (docs/method.md; none on the bench or natural slices)
+    assert set(_plain_similar(text, needle)) <= set(match._similar_spans(text, needle))
 
 
 def _plain_one_edit(a: str, b: str) -> bool:

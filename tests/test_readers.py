@@ -421,3 +421,18 @@ def test_every_sgd_dev_span_reads_and_is_found(kind: str, stype: str) -> None:
     # "the 6th") or more than it says ("March 3rd" for "the 3rd", left to S2)
     missed = [r for r in rows if find_value(r[1], r[3], slot) is None]
     assert len(missed) <= (12 if stype == "date" else 0), missed[:5]
+
+
+def test_a_number_glued_to_its_unit_states_the_number() -> None:
+    """τ²-bench telecom users write "add 2GB"; a clock time ("2pm") or an ordinal
+    ("the 2nd") glued the same way states no count."""
+    from sage_tod.contracts.spec import SlotSpec
+    from sage_tod.text.match import find_value
+
+    amount = SlotSpec(name="amount", type="number")
+    found = find_value("Please add 2GB of data", "2", amount)
+    assert found is not None and (found.start, found.end) == (11, 12)
+    assert find_value("2gb", "2", amount) is not None
+    assert find_value("add 3GB", "2", amount) is None
+    assert find_value("at 2pm", "2", amount) is None
+    assert find_value("the 2nd one", "2", amount) is None

@@ -171,6 +171,10 @@ def find_value(text: str, value: str, slot: SlotLike | None, fuzzy: bool = False
     return next(iter(find_values(text, value, slot, fuzzy)), None)
 
 
+_GLUED_UNIT = re.compile(r"(?<![\w.])(\d+)([A-Za-z]{1,4})\b")
+_NOT_UNITS = frozenset({"am", "pm", "st", "nd", "rd", "th", "h", "hr", "hrs", "x"})
+
+
 def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = False
                 ) -> list[Found]:
     """Every place `text` states `value` for `slot`, in reading order within each form.
@@ -205,6 +209,9 @@ def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = Fals
         if n is not None:
             out = [Found(s, e, n) for tok, s, e in tokens_with_spans(text)
                    if number_token(tok) == n]
+            # a number glued to its unit ("2GB", "5kg"), not a clock time or an ordinal
+            out += [Found(m.start(1), m.end(1), n) for m in _GLUED_UNIT.finditer(text)
+                    if m.group(2).lower() not in _NOT_UNITS and read_number(m.group(1)) == n]
             if slot is not None and _PARTY_SLOT.search(f"{slot.name} {slot.description}"):
                 for count, pattern in _PARTY_SIZES:
                     out += [Found(m.start(), m.end(), n) for m in pattern.finditer(fold(text))
