@@ -36,7 +36,12 @@ from sage_tod.compiler.tool_calls import (
     leaves,
 )
 from sage_tod.contracts.criteria import EXACT, Decision, IUVArgs, Outcome, PCArgs, Span, UVArgs
-from sage_tod.contracts.tool_rules import ToolPreference, evaluate_number, evaluate_rule
+from sage_tod.contracts.tool_rules import (
+    ToolPreference,
+    ToolRule,
+    evaluate_number,
+    evaluate_rule,
+)
 from sage_tod.contracts.turns import ToolCall
 from sage_tod.text.match import find_value
 
@@ -553,32 +558,48 @@ def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
     if rule is None:
         return Decision.abstain(f"the spec has no rule {a.rule!r} for {site.call.name}")
     bindings, target = rule_bindings(ctx, site, view)
-    # a rule that cannot be evaluated because a read it names never succeeded says so,
-    # not in CEL's words ("no matching overload for _?_:_")
-    unread = [n for n in re.findall(r"\bresults\.([A-Za-z_]\w*)",
-                                    f"{rule.when or ''} {rule.check}")
-              if n not in bindings["results"]]
-    why_unread = f"no successful {unread[0]} before {site.call.name}" if unread else ""
-    if rule.when is not None:
-        w = evaluate_rule(rule.when, bindings)
-        if w.value is None:
-            return Decision.abstain(f"cannot tell whether rule {rule.id!r} applies: "
-                                    f"{why_unread or w.reason}")
-        if not w.value:
-            return Decision(Outcome.FALSE, 1.0, f"rule {rule.id!r} does not apply ({rule.when})")
-    r = evaluate_rule(rule.check, bindings)
-    if r.value is None:
-        return Decision.abstain(f"rule {rule.id!r} cannot be evaluated on this log: "
-                                f"{why_unread or r.reason}")
-    span = None
-    if target is not None:
-        text = json.dumps(target.call.result, ensure_ascii=False, sort_keys=True)[:300]
-        span = Span(source="tool_result", index=target.index, start=0, end=len(text),
-                    text=text, call=target.position)
-    if r.value:
+    judged = judge_rule(rule, bindings, site.call.name)
+    if judged.value is None:
+        return Decision.abstain(judged.reason)
+    if not judged.applies:
+        return Decision(Outcome.FALSE, 1.0, judged.reason)
+    span = None if target is None else _result_span_of(target)
+    if judged.value:
         return Decision(Outcome.FALSE, 1.0, f"rule {rule.id!r} holds", span)
     return Decision(Outcome.TRUE, 1.0, f"rule {rule.id!r} is false: "
                     f"{rule.message or rule.check}", span)
+
+
+@dataclass(frozen=True)
+class RuleJudgement:
+    """A rule on one call: whether it applies (`when`), whether it holds (None: the log
+    cannot say), and the reason when it does not apply or cannot be evaluated."""
+
+    applies: bool
+    value: bool | None
+    reason: str = ""
+
+
+def judge_rule(rule: ToolRule, bindings: Mapping[str, Any], tool: str) -> RuleJudgement:
+    """`when`, then `check`, on the bindings of a call of `tool`. A rule that cannot be
+    evaluated because a read it names never succeeded says so, not in CEL's words ("no
+    matching overload for _?_:_")."""
+    unread = [n for n in re.findall(r"\bresults\.([A-Za-z_]\w*)",
+                                    f"{rule.when or ''} {rule.check}")
+              if n not in bindings["results"]]
+    why_unread = f"no successful {unread[0]} before {tool}" if unread else ""
+    if rule.when is not None:
+        w = evaluate_rule(rule.when, bindings)
+        if w.value is None:
+            return RuleJudgement(True, None, f"cannot tell whether rule {rule.id!r} applies: "
+                                 f"{why_unread or w.reason}")
+        if not w.value:
+            return RuleJudgement(False, True, f"rule {rule.id!r} does not apply ({rule.when})")
+    r = evaluate_rule(rule.check, bindings)
+    if r.value is None:
+        return RuleJudgement(True, None, f"rule {rule.id!r} cannot be evaluated on this log: "
+                             f"{why_unread or r.reason}")
+    return RuleJudgement(True, r.value)
 
 
 Option = tuple[Mapping[str, Any], ...]
@@ -827,18 +848,10 @@ def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
         return Decision.abstain(f"no read of {want!r} to judge {d.tool} against")
     span = _result_span_of(target)
     for rule in d.spec.rules:
-        if rule.when is not None:
-            w = evaluate_rule(rule.when, bindings)
-            if w.value is None:
-                return Decision.abstain(f"cannot tell whether rule {rule.id!r} applies: "
-                                        f"{w.reason}")
-            if not w.value:
-                continue
-        r = evaluate_rule(rule.check, bindings)
-        if r.value is None:
-            return Decision.abstain(f"rule {rule.id!r} cannot be evaluated for the declined "
-                                    f"{d.tool}: {r.reason}")
-        if not r.value:
+        judged = judge_rule(rule, bindings, d.tool)
+        if judged.value is None:
+            return Decision.abstain(f"for the declined {d.tool}: {judged.reason}")
+        if not judged.value:
             return Decision(Outcome.FALSE, 1.0, f"declining was right: rule {rule.id!r} is "
                             f"false for {want!r} ({rule.message or rule.check})", span)
     return Decision(Outcome.TRUE, 0.85, f"the user asked for {d.tool} on {want!r}; every "
