@@ -190,6 +190,16 @@ def _claim_after_refusal(ctx: TurnContext) -> list[Criterion]:
     )]
 
 
+def user_messages(ctx: TurnContext) -> list[tuple[str, int | None, str]]:
+    """The user's messages up to this turn, newest first: (source, history index, text)
+    — the order every "the user's latest word on …" reader scans."""
+    hist = ctx.turn.history or ()
+    out: list[tuple[str, int | None, str]] = [("user", None, ctx.turn.user)]
+    out += [("history.user", i, hist[i].user) for i in range(len(hist) - 1, -1, -1)
+            if hist[i].user]
+    return out
+
+
 _COUNT_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 # how many entities the user asked an action for: "both", "those two", "all three",
 # "only this one"
@@ -209,11 +219,7 @@ def stated_count(text: str) -> tuple[int, re.Match[str]] | None:
 
 def count_statement(ctx: TurnContext) -> tuple[int, re.Match[str], str, int | None] | None:
     """The user's newest message stating how many entities to act on."""
-    hist = ctx.turn.history or ()
-    texts: list[tuple[str, int | None, str]] = [("user", None, ctx.turn.user)]
-    texts += [("history.user", i, hist[i].user) for i in range(len(hist) - 1, -1, -1)
-              if hist[i].user]
-    for source, index, text in texts:
+    for source, index, text in user_messages(ctx):
         found = stated_count(text)
         if found is not None:
             return found[0], found[1], source, index
@@ -290,11 +296,8 @@ def latest_statement(ctx: TurnContext, wf: Workflow, slot: str) -> Statement | N
     """The newest user message that states a value for `slot` alone (an extraction whose
     only candidate is the slot: "from Denver to Seattle" states no origin by itself)."""
     hist = ctx.turn.history or ()
-    texts: list[tuple[str, int | None, str, tuple[Any, ...]]] = [
-        ("user", None, ctx.turn.user, hist)]
-    texts += [("history.user", i, hist[i].user, hist[:i]) for i in range(len(hist) - 1, -1, -1)
-              if hist[i].user]
-    for source, index, text, before in texts:
+    for source, index, text in user_messages(ctx):
+        before = hist if index is None else hist[:index]
         probe = Turn(dialogue_id=ctx.turn.dialogue_id, turn_id=ctx.turn.turn_id, workflow=wf.id,
                      user=text, agent="", state_before={}, state_after={}, history=before)
         found = tuple(e for e in extract_user_values(probe, wf, ctx.spec)
@@ -308,11 +311,7 @@ def latest_cue(ctx: TurnContext, cue: str) -> tuple[re.Match[str], str, int | No
     """The user's newest message matching `cue` (case-insensitive): the match, the
     message's source and history index."""
     pattern = re.compile(cue, re.IGNORECASE)
-    hist = ctx.turn.history or ()
-    texts: list[tuple[str, int | None, str]] = [("user", None, ctx.turn.user)]
-    texts += [("history.user", i, hist[i].user) for i in range(len(hist) - 1, -1, -1)
-              if hist[i].user]
-    for source, index, text in texts:
+    for source, index, text in user_messages(ctx):
         m = pattern.search(text)
         if m is not None:
             return m, source, index

@@ -370,16 +370,16 @@ def pair_results(msgs: Sequence[Message]) -> dict[int, Message]:
     id -> message map would hand the search the write's result."""
     out: dict[int, Message] = {}
     waiting: list[Call] = []
-    answered: list[Call] = []
+    answered: set[str | None] = set()  # ids of the calls answered so far
     for m in msgs:
         if m.role == "assistant":
             waiting.extend(c for c in m.calls if c.id is not None)
         elif m.role == "tool" and m.call_id is not None:
             c = next((c for c in waiting if c.id == m.call_id), None)
-            if c is None and waiting and any(a.id == m.call_id for a in answered):
+            if c is None and waiting and m.call_id in answered:
                 c = waiting[0]  # an id already answered: the oldest call still waiting
             if c is not None:
-                answered.append(c)
+                answered.add(c.id)
                 out[id(c)] = m
                 waiting.remove(c)
     return out

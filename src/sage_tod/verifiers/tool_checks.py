@@ -330,16 +330,21 @@ def _named_fields(view: ToolView, record: Mapping[str, Any], value: str,
     return None, best_other > mine
 
 
+def _agreed_after(view: ToolView, agent: Utterance) -> Utterance | None:
+    """The user's message right after `agent`'s, when it agrees (a yes, or an
+    instruction to go ahead)."""
+    after = agent.index if agent.index is not None else -1
+    nxt = next((u for u in view.users
+                if (u.index if u.index is not None else 10**9) > after), None)
+    if nxt is not None and (affirms(nxt.text) or _consents(nxt.text)):
+        return nxt
+    return None
+
+
 def _agent_named_then_yes(view: ToolView, texts: list[str]) -> bool:
     """The agent named one of `texts` and the user's next message agreed to it."""
-    for a in view.agents:
-        if any(mention_at(a.text, t) for t in texts if len(_norm(t).strip()) >= 3):
-            after = a.index if a.index is not None else -1
-            nxt = next((u for u in view.users
-                        if (u.index if u.index is not None else 10**9) > after), None)
-            if nxt is not None and (affirms(nxt.text) or _consents(nxt.text)):
-                return True
-    return False
+    return any(_agreed_after(view, a) is not None for a in view.agents
+               if any(mention_at(a.text, t) for t in texts if len(_norm(t).strip()) >= 3))
 
 
 def _args_from_user(view: ToolView, call: ToolCall, ctx: TurnContext) -> bool:
@@ -490,14 +495,8 @@ def _original_payment(ctx: TurnContext, view: ToolView, value: str, call: int | 
         return None
     said = next((u for u in reversed(view.users) if _ORIGINAL.search(u.text)), None)
     if said is None:
-        for a in reversed(view.agents):
-            if _ORIGINAL.search(a.text):
-                after = a.index if a.index is not None else -1
-                nxt = next((u for u in view.users
-                            if (u.index if u.index is not None else 10**9) > after), None)
-                if nxt is not None and (affirms(nxt.text) or _consents(nxt.text)):
-                    said = nxt
-                break
+        agent = next((a for a in reversed(view.agents) if _ORIGINAL.search(a.text)), None)
+        said = None if agent is None else _agreed_after(view, agent)
     if said is None:
         return None
     m = _ORIGINAL.search(said.text)
@@ -734,13 +733,12 @@ def rule_bindings(ctx: TurnContext, site: CallSite, view: ToolView
     t = site.tool.target
     if t is not None:
         want = site.call.arguments.get(t.arg)
-        committing = committing_names(ctx)
         if want is not None:
             # the entity as last seen: a read of it, or a committed change that returned it
             # (a cabin upgrade before a flight change makes the new cabin the one that counts)
             for p in reversed(view.prior):
                 res = p.call.result
-                if (p.call.name in t.read or p.call.name in committing) \
+                if (p.call.name in t.read or ctx.spec.tool_workflows(p.call.name)) \
                         and isinstance(res, dict) \
                         and _same(res.get(t.result_key), leaf_text(want)):
                     target = p
@@ -755,7 +753,8 @@ def rule_bindings(ctx: TurnContext, site: CallSite, view: ToolView
         "calls": [{"name": p.call.name, "arguments": dict(p.call.arguments)}
                   for p in view.prior],
         "context": dict(ctx.spec.context),
-        "target": None if target is None else _as_written(target, committing_names(ctx)),
+        "target": None if target is None else _as_written(
+            target, bool(ctx.spec.tool_workflows(target.call.name))),
         "reads": every,
         "result": site.call.result,
         "transcript": transcript(ctx),
@@ -763,17 +762,12 @@ def rule_bindings(ctx: TurnContext, site: CallSite, view: ToolView
     return bindings, target
 
 
-def committing_names(ctx: TurnContext) -> set[str]:
-    return {n for wf in ctx.spec.workflows.values() for n, ts in wf.tools.items()
-            if ts.is_commit}
-
-
-def _as_written(target: PriorCall, committing: set[str]) -> Any:
+def _as_written(target: PriorCall, committed: bool) -> Any:
     """The entity as a committed change left it: the record the call returned, with the
     call's own scalar arguments over the fields they name (some backends return the
     record as it was before the change: a cabin upgrade still reads the old cabin)."""
     rec = target.call.result
-    if target.call.name not in committing or not isinstance(rec, dict):
+    if not committed or not isinstance(rec, dict):
         return rec
     over = {k: v for k, v in target.call.arguments.items()
             if k in rec and not isinstance(v, dict | list)}
