@@ -113,21 +113,30 @@ def test_a_value_nothing_in_the_log_holds_fires_and_an_unknown_rule_field_abstai
     assert rule.decision.value == "abstain" and "target" in rule.rationale
 
 
-def test_a_refused_call_is_not_judged_but_claiming_it_succeeded_fires(tmp_path: Path) -> None:
+def test_a_refused_call_answers_only_to_the_rules_and_claiming_it_succeeded_fires(
+        tmp_path: Path) -> None:
     doc = _doc()
+    done = {c.id: c.decision.value for c in _verdicts(doc, tmp_path)[2].criteria
+            if c.id.startswith("PC:call0:rule:")}
     m = _result_of(doc, "cancel_reservation")
     m["content"], m["error"] = "Error: reservation not found", True
     v = _verdicts(doc, tmp_path)[2]
-    # the refused call changed nothing: no argument, yes or rule criteria for it; but the
-    # agent still says "Your reservation EHGLP3 has been successfully cancelled."
-    assert [c.id for c in v.criteria] == ["PC:call0:claimed"]
+    # the refused call changed nothing: no argument or yes criteria for it, only the
+    # policy's rules (an attempt the rules forbid is still the agent's error); and the
+    # agent says "Your reservation EHGLP3 has been successfully cancelled."
+    ids = [c.id for c in v.criteria]
+    assert ids[0] == "PC:call0:claimed" and len(ids) > 1
+    assert all(i.startswith("PC:call0:rule:") for i in ids[1:])
     c = v.criteria[0]
     assert c.decision.value == "true" and c.evidence is not None
     assert "cancelled" in c.evidence.text and c.evidence.source == "agent"
+    # each rule reads the same log as for the successful call, and says the same
+    assert done and {r.id: r.decision.value for r in v.criteria[1:]} == done
     for m in _messages(doc):
         if m["role"] == "assistant" and "successfully cancelled" in (m.get("content") or ""):
             m["content"] = "I'm sorry, the cancellation did not go through. Shall I try again?"
-    assert _verdicts(doc, tmp_path)[2].criteria == []
+    after = _verdicts(doc, tmp_path)[2]
+    assert [c.id for c in after.criteria] == ids[1:]
 
 
 def test_tool_rule_errors_name_the_field(tmp_path: Path) -> None:
@@ -194,3 +203,77 @@ def test_more_targets_than_the_user_asked_for_fire(tmp_path: Path) -> None:
     assert "ask before" in (second.repair or "")
     # as logged ("cancel my reservation": no count stated) nothing is raised
     assert not any(c.id.endswith(":targets") for c in _verdicts(_doc(), tmp_path)[2].criteria)
+
+
+def _ending_after_the_yes(doc: dict[str, Any], reply: str) -> dict[str, Any]:
+    """The log cut after the user's yes to the cancellation, with `reply` as the agent's
+    last message (no call), then the simulator's stop."""
+    msgs = _messages(doc)
+    yes = next(i for i, m in enumerate(msgs)
+               if m["role"] == "user" and "proceed with the cancellation" in m["content"])
+    del msgs[yes + 1:]
+    msgs.append({"role": "assistant", "content": reply})
+    msgs.append({"role": "user", "content": "###STOP###"})
+    return doc
+
+
+def test_a_request_the_agent_answered_but_never_carried_out_fires_on_the_last_turn(
+        tmp_path: Path) -> None:
+    doc = _ending_after_the_yes(_doc(), "Thank you. Is there anything else I can help with?")
+    vs = _verdicts(doc, tmp_path)
+    last = vs[max(vs)]
+    c = _criterion(last, "IUV:unfinished:cancel_reservation")
+    assert c.decision.value == "true" and last.verdict == "failure"
+    # the evidence is the user's own request ("proceed with the cancellation")
+    assert c.evidence is not None and c.evidence.source == "user"
+    assert c.evidence.text.lower() == "cancellation"
+    assert "carry out cancel_reservation" in (c.repair or "")
+    # only the last turn looks back over the conversation
+    assert all(not cr.id.startswith("IUV:unfinished") for t, v in vs.items() if t != max(vs)
+               for cr in v.criteria)
+
+
+def test_no_unfinished_request_when_the_agent_declines_or_never_got_a_turn(
+        tmp_path: Path) -> None:
+    declined = _ending_after_the_yes(
+        _doc(), "I'm sorry, I'm unable to cancel this basic economy reservation.")
+    vs = _verdicts(declined, tmp_path)
+    assert not any(c.id.startswith("IUV:unfinished") for c in vs[max(vs)].criteria)
+    silent = _ending_after_the_yes(_doc(), "")  # the user left right after the yes
+    vs = _verdicts(silent, tmp_path)
+    assert not any(c.id.startswith("IUV:unfinished") for c in vs[max(vs)].criteria)
+
+
+def test_the_importer_marks_only_the_last_turn(tmp_path: Path) -> None:
+    p = tmp_path / "log.json"
+    p.write_text(LOG.read_text())
+    spec = load_spec(AIRLINE)
+    turns = read_tau(p, spec).records(spec).records
+    assert [r.turn.last for r in turns] == [None] * (len(turns) - 1) + [True]
+
+
+def test_requested_must_be_a_regular_expression(tmp_path: Path) -> None:
+    text = AIRLINE.read_text()
+    assert "requested: '\\bcancel(?:lation)?\\b'" in text
+    bad = tmp_path / "airline.yaml"
+    bad.write_text(text.replace("requested: '\\bcancel(?:lation)?\\b'", "requested: 'cancel('"))
+    with pytest.raises(InputError, match="requested is not a regular expression") as err:
+        load_spec(bad)
+    assert "cancel_reservation.requested" in str(err.value)
+
+
+def test_a_refused_attempt_made_good_later_in_the_turn_is_not_judged(tmp_path: Path) -> None:
+    doc = _doc()
+    msgs = _messages(doc)
+    at = next(i for i, m in enumerate(msgs) if m["role"] == "assistant" and any(
+        c["name"] == "cancel_reservation" for c in m.get("tool_calls") or []))
+    # a first try with a mistyped code, refused, before the call that went through
+    attempt = copy.deepcopy(msgs[at])
+    attempt["tool_calls"][0]["id"] = "first_try"
+    attempt["tool_calls"][0]["arguments"] = {"reservation_id": "EHGLP8"}
+    refusal = {"role": "tool", "id": "first_try", "content": "Error: reservation not found",
+               "error": True}
+    msgs[at:at] = [attempt, refusal]
+    v = _verdicts(doc, tmp_path)[2]
+    assert not any(c.id.startswith("PC:call0:") for c in v.criteria)
+    assert any(c.id.startswith("PC:call1:rule:") for c in v.criteria)

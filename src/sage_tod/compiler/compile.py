@@ -222,6 +222,9 @@ def _repair_iuv(c: Criterion, ctx: TurnContext) -> str:
     if a.tool is not None and a.source.startswith("tool_call:declined:"):
         return (f"the policy allows {a.tool} for what the user asked: carry it out after "
                 "the user's explicit yes instead of declining or handing over")
+    if a.tool is not None and a.source.startswith("tool_call:unfinished:"):
+        return (f"the user asked for {a.value!r}: carry out {a.tool} after their explicit "
+                "yes, or tell them why it cannot be done, before the conversation ends")
     if a.tool is not None and a.source.startswith("tool_call:prefer:"):
         return (f"the user asked for {a.value!r}: commit the {a.slot} option the reads listed "
                 f"that has it (not {a.state_after.get(a.slot)!r}), or say why it cannot be "

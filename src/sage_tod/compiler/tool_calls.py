@@ -39,7 +39,7 @@ from sage_tod.contracts.criteria import (
     Span,
     UVArgs,
 )
-from sage_tod.contracts.spec import ToolSpec, Workflow
+from sage_tod.contracts.spec import Derived, SpecBundle, ToolSpec, Workflow
 from sage_tod.contracts.turns import ToolCall, Turn
 
 
@@ -72,6 +72,26 @@ def commit_sites(ctx: TurnContext) -> list[CallSite]:
     for i, call in enumerate(ctx.turn.tool_calls or ()):
         if call.error:
             continue
+        own = ctx.workflow.tools.get(call.name)
+        if own is not None and own.is_commit:
+            out.append(CallSite(i, call, ctx.workflow, own))
+            continue
+        wfs = ctx.spec.tool_workflows(call.name)
+        if wfs:
+            out.append(CallSite(i, call, wfs[0], wfs[0].tools[call.name]))
+    return out
+
+
+def refused_sites(ctx: TurnContext) -> list[CallSite]:
+    """The turn's committing calls the tool refused, as call sites: an attempt still
+    answers to the policy's rules (a refusal the rules foresaw is an action the agent
+    should not have tried), though it changed nothing. Not one that a successful
+    committing call later in the turn made good."""
+    out: list[CallSite] = []
+    done = [s.index for s in commit_sites(ctx)]
+    for i, call in enumerate(ctx.turn.tool_calls or ()):
+        if not call.error or any(d > i for d in done):
+            continue  # a refusal the agent recovered from in the same turn is not judged
         own = ctx.workflow.tools.get(call.name)
         if own is not None and own.is_commit:
             out.append(CallSite(i, call, ctx.workflow, own))
@@ -271,15 +291,26 @@ def compile_tool_pc(ctx: TurnContext) -> list[Criterion]:
                             rule=f"after:{read}"),
                 question=f"Was {read} called successfully before {name}?",
             ))
-        for rule in site.tool.rules:
-            cond = rule.check if rule.when is None else f"{rule.when} => {rule.check}"
-            out.append(Criterion(
-                id=f"PC:call{i}:rule:{rule.id}", failure_class=FailureClass.PC,
-                args=PCArgs(certainty="tool_rule", cue=rule.message or rule.id,
-                            outcome=cond, tool=name, call=i, rule=rule.id),
-                question=(f"Does the policy rule {rule.id!r} hold for this {name} call"
-                          f"{': ' + rule.message if rule.message else ''}?"),
-            ))
+        out.extend(_rule_criteria(site))
+    for site in refused_sites(ctx):
+        out.extend(_rule_criteria(site))
+    return out
+
+
+def _rule_criteria(site: CallSite) -> list[Criterion]:
+    """PC, one per policy rule of the call's tool."""
+    out: list[Criterion] = []
+    name, i = site.call.name, site.index
+    for rule in site.tool.rules:
+        cond = rule.check if rule.when is None else f"{rule.when} => {rule.check}"
+        out.append(Criterion(
+            id=f"PC:call{i}:rule:{rule.id}", failure_class=FailureClass.PC,
+            args=PCArgs(certainty="tool_rule", cue=rule.message or rule.id,
+                        outcome=cond, tool=name, call=i, rule=rule.id),
+            question=(f"Does the policy rule {rule.id!r} hold for this {name} call"
+                      f"{': ' + rule.message if rule.message else ''}"
+                      f"{' (the tool refused it)' if site.call.error else ''}?"),
+        ))
     return out
 
 
@@ -353,9 +384,12 @@ def _preferences(ctx: TurnContext, site: CallSite) -> list[Criterion]:
 # the agent declines an action: "I'm unable to cancel", "is not eligible for a refund",
 # "I can't process that"; not a missing detail ("cannot cancel without your user id")
 _REFUSAL = re.compile(
-    r"\b(?:(?:unable|not able|cannot|can ?not|can't|won't be able|am not allowed|"
-    r"is not possible) to (?:\w+ ){0,2}?(?:cancel|process|modify|change|return|exchange|"
-    r"refund|book|update)\w*(?! (?:\w+ ){0,4}?(?:without|until|unless|before|first))|"
+    r"\b(?:(?:(?:unable|not able|won't be able|am not allowed) to|cannot|can ?not|can't|"
+    r"is not possible to) (?:\w+ ){0,2}?(?:cancel|process|modify|change|return|exchange|"
+    r"refund|book|update|upgrade|downgrade)\w*(?! (?:\w+ ){0,4}?(?:without|until|unless|"
+    r"before|first))|"
+    r"(?:cannot|can't|can ?not) be (?:modified|changed|cancell?ed|upgraded|refunded|"
+    r"returned|exchanged)|"
     r"(?:is|are) not (?:eligible|cancell?able|refundable)|(?:does|do) not qualify)\b",
     re.IGNORECASE)
 _TRANSFER = "transfer_to_human_agents"
@@ -394,9 +428,13 @@ def declined_actions(ctx: TurnContext) -> list[Declined]:
         for name, ts in wf.tools.items():
             if name in seen or not ts.is_commit or ts.target is None or not ts.rules:
                 continue
-            verb = name.split("_")[0]
-            if len(verb) < 4 or not re.search(rf"\b{re.escape(verb)}", recent):
-                continue
+            if ts.requested is not None:  # how users ask for it, when the spec says
+                if not re.search(ts.requested, recent, re.IGNORECASE):
+                    continue
+            else:
+                verb = name.split("_")[0]
+                if len(verb) < 4 or not re.search(rf"\b{re.escape(verb)}", recent):
+                    continue
             t = ts.target
             ids = [leaf_text(c.result.get(t.result_key)) for c in earlier
                    if c.name in t.read and not c.error and isinstance(c.result, dict)
@@ -433,8 +471,132 @@ def _declined(ctx: TurnContext) -> list[Criterion]:
     return out
 
 
+# a request taken back or never made: "don't cancel", "no need to", "instead of changing"
+_NOT_ASKED = re.compile(r"\b(?:\w+n[’']?t|do not|will not|not|never|no need to|instead of|"
+                        r"rather than|without|keep(?:ing)?)\W+(?:\w+\W+){0,3}$", re.IGNORECASE)
+# a question about the policy, not a request: "what is the fee to change ...?"
+_INFO_QUESTION = re.compile(r"^\W*(?:what|how|why|when|where|which|who|is|are|does|do|did|"
+                            r"will it|would it)\b", re.IGNORECASE)
+
+
+# how a sentence asks for an action: "please", "I'd like to", "can you", "go ahead and"
+_ASKING = re.compile(r"\b(?:please|i(?:'d| would) like|i want|i need|i wish|(?:can|could|would|"
+                     r"will) you|go ahead|proceed|let'?s|i(?:'d| would) prefer|i authori[sz]e|"
+                     r"i(?:'m| am) (?:asking|requesting))\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A request for a committing tool that nothing carried out by the last turn."""
+
+    tool: str
+    source: str  # "user" | "history.user"
+    index: int | None
+    start: int
+    end: int
+    cue: str
+
+
+def _requests(text: str, pattern: re.Pattern[str]) -> re.Match[str] | None:
+    """A message's last mention of a tool's `requested` cue (the user's newest word on
+    the action), when it asks for the action: not negated just before it ("I won't
+    proceed with the cancellation"), not in a question about the policy, in a sentence
+    that asks ("please", "I'd like", "can you") or opens with it."""
+    found = list(pattern.finditer(text))
+    m = found[-1] if found else None
+    if m is None or _NOT_ASKED.search(text[max(0, m.start() - 40):m.start()]):
+        return None
+    head = max(text.rfind(".", 0, m.start()), text.rfind("!", 0, m.start()),
+               text.rfind("?", 0, m.start()), text.rfind("\n", 0, m.start()))
+    tail = min((i for i in (text.find(".", m.end()), text.find("!", m.end()),
+                            text.find("?", m.end())) if i >= 0), default=len(text))
+    sentence = text[head + 1:tail + 1]
+    if sentence.rstrip().endswith("?") and _INFO_QUESTION.match(sentence):
+        return None
+    if not (_ASKING.search(sentence) or re.match(r"\W*(?:and\W+)?$", text[head + 1:m.start()])):
+        return None  # a mention ("Checked bags: 0"), not a request
+    return m
+
+
+_YES_START = re.compile(r"\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|confirm(?:ed)?|please do|"
+                        r"go ahead|please proceed|that'?s (?:right|correct)|sounds good)\b",
+                        re.IGNORECASE)
+
+
+def _affirms_start(text: str) -> bool:
+    return _YES_START.match(text) is not None
+
+
+def unfinished_requests(ctx: TurnContext) -> list[Unfinished]:
+    """On the conversation's last turn (`Turn.last`): each committing tool with a
+    `requested` cue that the user's last message asks for (or the message before, when
+    the last one says yes), with no successful call of the tool after it, while the agent
+    neither declined (a refusal, judged by `IUV:declined`) nor handed the user over: the
+    conversation ends with the action the user asked for not done. Only when the agent
+    answered the last message: a log that ends on the user's request shows no omission."""
+    if not ctx.turn.last or not (ctx.turn.agent.strip() or ctx.turn.tool_calls):
+        return []  # a user who leaves right after asking gave the agent no turn to act
+    hist = ctx.turn.history or ()
+    entries: list[tuple[str, int | None, str, str, tuple[ToolCall, ...]]] = [
+        ("history.user", i, h.user, h.agent, h.tool_calls) for i, h in enumerate(hist)]
+    entries.append(("user", None, ctx.turn.user, ctx.turn.agent, ctx.turn.tool_calls or ()))
+    cues = _REQUEST_CUES.of(ctx.spec)
+    out: list[Unfinished] = []
+    for name, pattern in cues.items():
+        # pending at the end: asked in the last message, or asked in the one before and
+        # the last one says yes to the agent's reply
+        k = len(entries) - 1
+        m = _requests(entries[k][2], pattern)
+        if m is None and k > 0 and _affirms_start(entries[k][2]):
+            k -= 1
+            m = _requests(entries[k][2], pattern)
+        if m is None:
+            continue
+        # the tools whose cue reads the same words ("change the address" asks for the
+        # order's or the account's): any of them carries the request out
+        doers = {n for n, p in cues.items() if any(
+            o.start() < m.end() and m.start() < o.end() for o in p.finditer(entries[k][2]))}
+        after = entries[k:]
+        calls = [c for e in after for c in e[4]]
+        if any(c.name in doers and not c.error for c in calls):
+            continue
+        if any(c.name == _TRANSFER for c in calls) or any(
+                _REFUSAL.search(e[3]) for e in after):
+            continue
+        source, index = entries[k][0], entries[k][1]
+        out.append(Unfinished(name, source, index, m.start(), m.end(), m.group(0)))
+    return out
+
+
+def _build_request_cues(spec: SpecBundle) -> dict[str, re.Pattern[str]]:
+    out: dict[str, re.Pattern[str]] = {}
+    for wf in spec.workflows.values():
+        for name, ts in wf.tools.items():
+            if ts.is_commit and ts.requested is not None and name not in out:
+                out[name] = re.compile(ts.requested, re.IGNORECASE)
+    return out
+
+
+# each committing tool's `requested` cue, compiled once per spec
+_REQUEST_CUES: Derived[SpecBundle, dict[str, re.Pattern[str]]] = Derived(
+    "tool_calls.request_cues", _build_request_cues)
+
+
+def _unfinished(ctx: TurnContext) -> list[Criterion]:
+    """IUV, once at the end: the user asked for an action that no call carried out."""
+    return [Criterion(
+        id=f"IUV:unfinished:{u.tool}", failure_class=FailureClass.IUV,
+        args=IUVArgs(slot=u.tool, candidates=(u.tool,), value=u.cue, readings=(u.cue,),
+                     confidence=1.0, source=f"tool_call:unfinished:{u.tool}",
+                     state_after={u.tool: None}, tool=u.tool),
+        question=(f"The user asked for {u.cue!r}; did the conversation end without a "
+                  f"successful {u.tool} call after it?"),
+        evidence=Span(source=u.source, index=u.index, start=u.start, end=u.end, text=u.cue),
+    ) for u in unfinished_requests(ctx)]
+
+
 def compile_tool_iuv(ctx: TurnContext) -> list[Criterion]:
-    out: list[Criterion] = _declined(ctx)
+    out: list[Criterion] = _declined(ctx) + _unfinished(ctx)
     for site in commit_sites(ctx):
         out.extend(_preferences(ctx, site))
         by_slot: dict[str, list[str]] = {}

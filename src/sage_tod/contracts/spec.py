@@ -128,6 +128,10 @@ class ToolSpec(BaseModel):
     after: tuple[str, ...] = ()
     rules: tuple[ToolRule, ...] = ()
     prefer: tuple[ToolPreference, ...] = ()
+    # a regular expression (case-insensitive) for a user message asking for this tool's
+    # action ("cancel", "add .* bags?"): a request no call carried out by the conversation's
+    # last turn is an ignored user value (docs/formats.md, *Unfinished requests*)
+    requested: str | None = None
     ground: dict[str, Literal["any", "user", "referred", "result", "free"]] = Field(
         default_factory=dict)
 
@@ -563,9 +567,16 @@ def _check_tool_rules(tool: str, ts: ToolSpec, tools: Mapping[str, ToolSpec],
             except RuleSyntaxError as exc:
                 raise InputError(path, f"preference {pref.id!r} does not compile: {exc}",
                                  field=f"{at}.{part}") from None
-    if (ts.rules or ts.prefer or ts.target is not None or ts.after) and not ts.is_commit:
-        raise InputError(path, "target, after, rules and prefer are for committing tools (set "
-                         "commits: true or confirms: true)", field=where)
+    if ts.requested is not None:
+        try:
+            re.compile(ts.requested)
+        except re.error as exc:
+            raise InputError(path, f"requested is not a regular expression ({exc})",
+                             field=f"{where}.requested") from None
+    if (ts.rules or ts.prefer or ts.target is not None or ts.after or ts.requested) and (
+            not ts.is_commit):
+        raise InputError(path, "target, after, rules, prefer and requested are for committing "
+                         "tools (set commits: true or confirms: true)", field=where)
 
 
 def _from_buckets(order: list[list[str] | _AnyBucket], slots: Mapping[str, SlotSpec],

@@ -109,6 +109,9 @@ class Turn(BaseModel):
     user_values: tuple[UserValue, ...] | None = None
     agent_acts: AgentActs | None = None
     tool_calls: tuple[ToolCall, ...] | None = None
+    # the conversation's last turn (the tool-log importers set it): where the checks that
+    # look back over the whole conversation run ("a request no call ever carried out")
+    last: StrictBool | None = None
 
     @property
     def key(self) -> str:

@@ -360,6 +360,8 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
         close(cur, before)
     elif lead:
         result.notes["assistant message with no user message after it"] += len(lead)
+    if uses_tools and turns:  # what the end-of-conversation checks read (`Turn.last`)
+        turns[-1]["last"] = True
     return turns
 
 

@@ -34,6 +34,8 @@ from sage_tod.compiler.tool_calls import (
     declined_actions,
     leaf_text,
     leaves,
+    refused_sites,
+    unfinished_requests,
 )
 from sage_tod.contracts.criteria import EXACT, Decision, IUVArgs, Outcome, PCArgs, Span, UVArgs
 from sage_tod.contracts.tool_rules import (
@@ -364,8 +366,9 @@ def _result_span(hit: Hit) -> Span:
 # decisions
 
 
-def _site(ctx: TurnContext, call: int | None) -> CallSite | None:
-    for s in commit_sites(ctx):
+def _site(ctx: TurnContext, call: int | None, refused: bool = False) -> CallSite | None:
+    """The committing call `call` of the turn; with `refused`, a refused one too."""
+    for s in commit_sites(ctx) + (refused_sites(ctx) if refused else []):
         if s.index == call:
             return s
     return None
@@ -527,6 +530,8 @@ def decide_tool_iuv(a: IUVArgs, ctx: TurnContext) -> Decision:
         return _preference(a, ctx, a.source.removeprefix("tool_call:prefer:"))
     if a.source.startswith("tool_call:declined:"):
         return _declined_allowed(a, ctx)
+    if a.source.startswith("tool_call:unfinished:"):
+        return _unfinished_request(a, ctx)
     if a.confidence < EXACT:
         return Decision.abstain(f"the reading of {a.value!r} is not certain "
                                 f"({a.confidence:.2f})")
@@ -538,7 +543,7 @@ def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
     if a.certainty == "tool_claim":
         return Decision(Outcome.TRUE, 0.9, f"the agent confirms ({a.cue[:60]!r}) while "
                         f"{a.tool} was refused in this turn and nothing else committed")
-    site = _site(ctx, a.call)
+    site = _site(ctx, a.call, refused=a.certainty == "tool_rule")
     if site is None:
         return Decision.abstain("the call is not in this turn")
     view = tool_view(ctx, site)
@@ -565,8 +570,10 @@ def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
     span = None if target is None else _result_span_of(target)
     if judged.value:
         return Decision(Outcome.FALSE, 1.0, f"rule {rule.id!r} holds", span)
+    tried = " (the tool refused the call: the agent tried what the policy rules out)" if (
+        site.call.error) else ""
     return Decision(Outcome.TRUE, 1.0, f"rule {rule.id!r} is false: "
-                    f"{rule.message or rule.check}", span)
+                    f"{rule.message or rule.check}{tried}", span)
 
 
 @dataclass(frozen=True)
@@ -851,6 +858,19 @@ def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
     return Decision(Outcome.TRUE, 0.85, f"the user asked for {d.tool} on {want!r}; every "
                     f"rule of the policy holds for it, and the agent declined ({d.cue!r})",
                     span)
+
+
+def _unfinished_request(a: IUVArgs, ctx: TurnContext) -> Decision:
+    """The compiler raises the criterion only where the log shows it: the user's newest
+    request for the tool, no successful call of it after, no refusal or hand-off."""
+    u = next((x for x in unfinished_requests(ctx) if x.tool == a.tool), None)
+    if u is None:
+        return Decision.abstain("the request is not open on this turn")
+    where = "in the last message" if u.index is None else f"at turn {u.index}"
+    return Decision(Outcome.TRUE, 0.8, f"the user asked for {u.cue!r} ({where}); the "
+                    f"conversation ends with no successful {a.tool} call after it, and the "
+                    "agent neither declined nor handed over",
+                    Span(source=u.source, index=u.index, start=u.start, end=u.end, text=u.cue))
 
 
 def _refused_before(ctx: TurnContext, site: CallSite) -> bool:
