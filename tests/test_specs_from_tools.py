@@ -202,3 +202,18 @@ def test_draft_is_checked_before_it_is_written(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no function tools"):
         p.write_text("[]")
         spec_from_tools(p)
+
+
+def test_the_starting_spec_suggests_a_request_cue_that_loads(tmp_path: Path) -> None:
+    """The commented `requested` suggestion, put into the tool's entry, is a valid spec."""
+    out, _ = _run(tmp_path, _domain("airline"))
+    text = out.read_text()
+    line = next(ln for ln in text.splitlines() if "cancel_reservation: {..., requested:" in ln)
+    cue = line.split("requested: ", 1)[1].rstrip("}")
+    assert cue == "'\\bcancel\\b'"
+    text = text.replace("cancel_reservation: {writes: true,",
+                        f"cancel_reservation: {{requested: {cue}, writes: true,", 1)
+    out.write_text(text)
+    spec = load_spec(out)
+    tool = spec.workflows["cancel_reservation"].tools["cancel_reservation"]
+    assert tool.requested == "\\bcancel\\b"

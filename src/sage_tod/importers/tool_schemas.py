@@ -323,6 +323,14 @@ def _workflow_lines(c: ToolClass, read_tools: Sequence[ToolSchema]) -> list[str]
         "first (the user authenticated, the record fetched), and conditions on fields of "
         "earlier results (a status, a cabin, a date). The schemas cannot say these; your "
         "agent's policy does.", "    "))
+    verb = next((w.lower() for w in _WORD_SPLIT.split(t.name) if w), t.name.lower())
+    lines.extend(_comment(
+        "TODO requested (docs/formats.md §1): how users ask for this action, a regular "
+        "expression; it turns on the end-of-conversation check for a request the agent "
+        "answered but never carried out. Add it to the tool's entry below; a start from "
+        "the tool's name:", "    "))
+    cue = "'\\b" + re.escape(verb).replace("'", "''") + "\\b'"  # YAML single quotes: no escapes
+    lines.append(f"    #   {_scalar(t.name)}: {{..., requested: {cue}}}")
     lines.append("    tools:")
     args = ", ".join(f"{_scalar(a.name)}: {_scalar(a.name)}" for a in t.arguments)
     lines.append(f"      {_scalar(t.name)}: {{writes: true, confirms: true, args: {{{args}}}}}")
