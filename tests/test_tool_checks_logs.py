@@ -216,3 +216,18 @@ def test_a_refusal_the_policy_backs_holds(tmp_path: Path) -> None:
     decided = [c for c in _declined(vs) if c.decision.value in ("true", "false")]
     assert decided and all(c.decision.value == "false" for c in decided)
     assert any("declining was right" in c.rationale for c in decided)
+
+
+@needs_data
+def test_a_refusal_right_for_every_entity_the_user_may_mean_holds(tmp_path: Path) -> None:
+    """τ-bench gpt-4o, task 26: two reservations were read and the user's words do not
+    single one out; the policy forbids cancelling either, so declining was right
+    whichever they meant (the reader used to abstain here)."""
+    p = tmp_path / "v1.json"
+    p.write_text(json.dumps(_v1_record(26, 0)))
+    spec = load_spec(AIRLINE)
+    vs = {int(v.turn_id): v for v in Evaluator(spec, config="s1").evaluate(
+        read_tau(p, spec).records(spec).records)}
+    both = [c for c in _declined(vs) if c.rationale.startswith("the same for each entity")]
+    assert both and all(c.decision.value == "false" for c in both)
+    assert "IFOYYZ" in both[0].rationale and "NQNU5R" in both[0].rationale

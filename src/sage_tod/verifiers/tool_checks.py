@@ -29,6 +29,7 @@ from typing import Any
 from sage_tod.compiler.context import TurnContext
 from sage_tod.compiler.tool_calls import (
     CallSite,
+    Declined,
     commit_sites,
     count_statement,
     declined_actions,
@@ -294,6 +295,8 @@ def _field(record: Mapping[str, Any], dotted: str) -> str | None:
 
 
 _STOP = frozenset({"with", "from", "that", "this", "have", "your", "yes", "the", "and", "for"})
+# field values that are answers, not names: a user's "yes" names no record
+_ANSWER_WORDS = frozenset({"yes", "no", "true", "false", "none", "null", "n/a", "ok"})
 
 
 def _field_mentions(view: ToolView, record: Mapping[str, Any], value: str
@@ -302,8 +305,9 @@ def _field_mentions(view: ToolView, record: Mapping[str, Any], value: str
     letters of a longer one: "the kettle" names "Electric Kettle"), and the first span."""
     score, first = 0, None
     for _key, text in _descriptive(record):
-        if _same(text, value) or len(_norm(text).strip()) < 2:
-            continue
+        if _same(text, value) or len(_norm(text).strip()) < 2 or (
+                _norm(text).strip() in _ANSWER_WORDS):
+            continue  # "insurance: yes" is not named by the user's "Yes"
         words = [text] + [w for w in re.findall(r"[A-Za-z]{4,}", text)
                           if w.lower() not in _STOP and _norm(w) != _norm(text)]
         for w in words:
@@ -822,7 +826,6 @@ def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
     d = next((x for x in declined_actions(ctx) if x.tool == a.tool), None)
     if d is None or d.spec.target is None:
         return Decision.abstain("the declined action is not in this turn")
-    arg = d.spec.target.arg
     probe = CallSite(len(ctx.turn.tool_calls or ()), ToolCall(name=d.tool), d.workflow,
                      d.spec)
     view = tool_view(ctx, probe)
@@ -839,10 +842,24 @@ def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
         return Decision.abstain(f"no read of what {d.tool} would act on")
     best = max(n for n, _ in scored)
     meant = [c for n, c in scored if n == best]
-    if len(meant) > 1:
-        return Decision.abstain(f"cannot tell which of {', '.join(meant)} the user meant")
-    want = meant[0]
-    call = ToolCall(name=d.tool, arguments={arg: want})
+    # which entity the user meant may stay open; the answer need not: declining is right
+    # when a rule is false for every entity they may have meant, wrong when all hold
+    judged = [_declined_one(ctx, d, probe, view, want) for want in meant]
+    if len({j.outcome for j in judged}) == 1:
+        if len(meant) == 1 or judged[0].outcome is Outcome.ABSTAIN:
+            return judged[0]
+        j = judged[0]
+        return Decision(j.outcome, j.margin, f"the same for each entity the user may have "
+                        f"meant ({', '.join(meant)}); {j.rationale}", j.evidence)
+    return Decision.abstain(f"cannot tell which of {', '.join(meant)} the user meant, and "
+                            "the policy's answer differs between them")
+
+
+def _declined_one(ctx: TurnContext, d: Declined, probe: CallSite, view: ToolView,
+                  want: str) -> Decision:
+    """The declined action on one entity, against every rule of its tool."""
+    assert d.spec.target is not None
+    call = ToolCall(name=d.tool, arguments={d.spec.target.arg: want})
     site = CallSite(probe.index, call, d.workflow, d.spec)
     bindings, target = rule_bindings(ctx, site, view)
     if target is None:
