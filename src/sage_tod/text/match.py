@@ -63,23 +63,15 @@ def _content_tokens(text: str) -> tuple[tuple[str, int, int], ...]:
 def _content_index(text: str) -> tuple[tuple[tuple[str, int, int], ...], dict[str, list[int]]]:
     """The content tokens of `text` and the positions of each, built in one pass (both
     are read for every value looked up in the text)."""
-    all_toks = tokens_with_spans(text)
     toks: list[tuple[str, int, int]] = []
     by_token: dict[str, list[int]] = {}
-    get = by_token.get
-    for tok in all_toks:
-        t = tok[0]
-        if t == "s":
-            a = tok[1]
-            if a > 0 and text[a - 1] in "'\u2019 " and "'" in fold(text[max(0, a - 2):a]):
-                continue
-        at = get(t)
-        if at is None:
-            by_token[t] = [len(toks)]
-        else:
-            at.append(len(toks))
+    for tok in tokens_with_spans(text):
+        t, a, _ = tok
+        if t == "s" and a > 0 and text[a - 1] in "'\u2019 " and "'" in fold(text[max(0, a - 2):a]):
+            continue
+        by_token.setdefault(t, []).append(len(toks))
         toks.append(tok)
-    return (all_toks if len(toks) == len(all_toks) else tuple(toks)), by_token
+    return tuple(toks), by_token
 
 
 @lru_cache(maxsize=1024)

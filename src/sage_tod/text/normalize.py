@@ -59,19 +59,14 @@ def tokens_with_spans(text: str) -> tuple[Token, ...]:
     if len(folded) != len(text):  # exotic characters changed length: fall back to lower()
         folded = text.lower()
     out: list[Token] = []
-    append = out.append
-    get = _PIECES.get  # looked up here first: this loop is the hottest there is
     for m in _TOKEN_RE.finditer(folded):
         raw = m.group()
-        pieces = get(raw)
+        pieces = _PIECES.get(raw)  # looked up here first: this loop is the hottest there is
         if pieces is None:
             pieces = remembered(_PIECES, raw, _pieces, _PIECES_MAX)
-        if len(pieces) == 1:  # nearly every token: one piece, no inner loop
-            append((pieces[0], *m.span()))
-        else:
-            a, b = m.span()
-            for piece in pieces:
-                append((piece, a, b))
+        a, b = m.span()
+        for piece in pieces:
+            out.append((piece, a, b))
     return tuple(out)
 
 
