@@ -36,6 +36,8 @@ _TOKEN_RE = re.compile(r"[a-z0-9]+(?::[0-9]{2})?")
 
 def fold(text: str) -> str:
     """Unicode-fold and lowercase; apostrophes become plain quotes."""
+    if text.isascii():  # NFKC leaves ASCII as it is, and it holds no curly quote
+        return text.lower()
     text = unicodedata.normalize("NFKC", text)
     return text.replace("\u2019", "'").replace("\u2018", "'").lower()
 
