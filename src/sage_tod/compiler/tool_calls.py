@@ -62,24 +62,22 @@ class CallSite:
     tool: ToolSpec
 
 
-def commit_sites(ctx: TurnContext) -> list[CallSite]:
-    """The successful committing calls of the turn, in call order.
+def _call_site(ctx: TurnContext, i: int, call: ToolCall) -> CallSite | None:
+    """The call as a committing call site: the turn's own workflow wins when it declares
+    the tool; otherwise the first workflow of the spec that does; None for a read."""
+    own = ctx.workflow.tools.get(call.name)
+    if own is not None and own.is_commit:
+        return CallSite(i, call, ctx.workflow, own)
+    wfs = ctx.spec.tool_workflows(call.name)
+    return CallSite(i, call, wfs[0], wfs[0].tools[call.name]) if wfs else None
 
-    The turn's own workflow wins when it declares the tool; otherwise the first
-    workflow of the spec that does. A call the tool refused changed nothing.
-    """
-    out: list[CallSite] = []
-    for i, call in enumerate(ctx.turn.tool_calls or ()):
-        if call.error:
-            continue
-        own = ctx.workflow.tools.get(call.name)
-        if own is not None and own.is_commit:
-            out.append(CallSite(i, call, ctx.workflow, own))
-            continue
-        wfs = ctx.spec.tool_workflows(call.name)
-        if wfs:
-            out.append(CallSite(i, call, wfs[0], wfs[0].tools[call.name]))
-    return out
+
+def commit_sites(ctx: TurnContext) -> list[CallSite]:
+    """The successful committing calls of the turn, in call order. A call the tool
+    refused changed nothing."""
+    sites = (_call_site(ctx, i, c) for i, c in enumerate(ctx.turn.tool_calls or ())
+             if not c.error)
+    return [s for s in sites if s is not None]
 
 
 def refused_sites(ctx: TurnContext) -> list[CallSite]:
@@ -87,19 +85,10 @@ def refused_sites(ctx: TurnContext) -> list[CallSite]:
     answers to the policy's rules (a refusal the rules foresaw is an action the agent
     should not have tried), though it changed nothing. Not one that a successful
     committing call later in the turn made good."""
-    out: list[CallSite] = []
     done = [s.index for s in commit_sites(ctx)]
-    for i, call in enumerate(ctx.turn.tool_calls or ()):
-        if not call.error or any(d > i for d in done):
-            continue  # a refusal the agent recovered from in the same turn is not judged
-        own = ctx.workflow.tools.get(call.name)
-        if own is not None and own.is_commit:
-            out.append(CallSite(i, call, ctx.workflow, own))
-            continue
-        wfs = ctx.spec.tool_workflows(call.name)
-        if wfs:
-            out.append(CallSite(i, call, wfs[0], wfs[0].tools[call.name]))
-    return out
+    sites = (_call_site(ctx, i, c) for i, c in enumerate(ctx.turn.tool_calls or ())
+             if c.error and not any(d > i for d in done))
+    return [s for s in sites if s is not None]
 
 
 def leaves(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
