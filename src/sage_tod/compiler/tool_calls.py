@@ -512,10 +512,6 @@ _YES_START = re.compile(r"\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|confirm(?:ed
                         re.IGNORECASE)
 
 
-def _affirms_start(text: str) -> bool:
-    return _YES_START.match(text) is not None
-
-
 def unfinished_requests(ctx: TurnContext) -> list[Unfinished]:
     """On the conversation's last turn (`Turn.last`): each committing tool with a
     `requested` cue that the user's last message asks for (or the message before, when
@@ -536,7 +532,7 @@ def unfinished_requests(ctx: TurnContext) -> list[Unfinished]:
         # the last one says yes to the agent's reply
         k = len(entries) - 1
         m = _requests(entries[k][2], pattern)
-        if m is None and k > 0 and _affirms_start(entries[k][2]):
+        if m is None and k > 0 and _YES_START.match(entries[k][2]):
             k -= 1
             m = _requests(entries[k][2], pattern)
         if m is None:

@@ -305,8 +305,8 @@ def _field_mentions(view: ToolView, record: Mapping[str, Any], value: str
     letters of a longer one: "the kettle" names "Electric Kettle"), and the first span."""
     score, first = 0, None
     for _key, text in _descriptive(record):
-        if _same(text, value) or len(_norm(text).strip()) < 2 or (
-                _norm(text).strip() in _ANSWER_WORDS):
+        plain = _norm(text).strip()
+        if _same(text, value) or len(plain) < 2 or plain in _ANSWER_WORDS:
             continue  # "insurance: yes" is not named by the user's "Yes"
         words = [text] + [w for w in re.findall(r"[A-Za-z]{4,}", text)
                           if w.lower() not in _STOP and _norm(w) != _norm(text)]
