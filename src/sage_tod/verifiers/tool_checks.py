@@ -520,6 +520,42 @@ def _result_span_of(p: PriorCall) -> Span:
                 call=p.position)
 
 
+# the fields a rule reads: `target.cabin`, `results.get_user_details.membership`
+_RULE_FIELD = re.compile(r"\b(target|results\.[A-Za-z_]\w*)\.([A-Za-z_]\w*)")
+
+
+def rule_span(rule: ToolRule, bindings: Mapping[str, Any], target: PriorCall | None,
+              view: ToolView) -> Span | None:
+    """The facts a rule was decided on: the fields its `when` and `check` read from the
+    record the call acts on (or from the latest result of the read they name), as a
+    `{field: value}` record, with the field's path when it reads one. Shown as the
+    support of the decision, it says *why* ("cabin: basic_economy, insurance: no"), not
+    just which record; a rule that reads no record field shows the target record."""
+    fields: dict[str, list[str]] = {}
+    for m in _RULE_FIELD.finditer(f"{rule.when or ''} {rule.check}"):
+        fields.setdefault(m.group(1), [])
+        if m.group(2) not in fields[m.group(1)]:
+            fields[m.group(1)].append(m.group(2))
+    for owner, names in fields.items():
+        if owner == "target":
+            prior, record = target, bindings.get("target")
+        else:
+            tool = owner.removeprefix("results.")
+            prior = next((p for p in reversed(view.prior) if p.call.name == tool
+                          and p.call.result is not None), None)
+            record = None if prior is None else prior.call.result
+        if prior is None or not isinstance(record, dict):
+            continue
+        facts = {n: record[n] for n in names if n in record}
+        if not facts:
+            continue
+        text = json.dumps(facts, ensure_ascii=False, sort_keys=True)[:300]
+        return Span(source="tool_result", index=prior.index, start=0, end=len(text),
+                    text=text, call=prior.position,
+                    path=next(iter(facts)) if len(facts) == 1 else None)
+    return None if target is None else _result_span_of(target)
+
+
 def _id_words(value: str) -> list[str]:
     """The words of an id that say what it is: "gift_card_5634230" -> ["gift card"]."""
     words = " ".join(w for w in re.split(r"[_\W\d]+", value) if len(w) >= 3)
@@ -571,7 +607,7 @@ def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
         return Decision.abstain(judged.reason)
     if not judged.applies:
         return Decision(Outcome.FALSE, 1.0, judged.reason)
-    span = None if target is None else _result_span_of(target)
+    span = rule_span(rule, bindings, target, view)
     if judged.value:
         return Decision(Outcome.FALSE, 1.0, f"rule {rule.id!r} holds", span)
     tried = " (the tool refused the call: the agent tried what the policy rules out)" if (
@@ -871,7 +907,8 @@ def _declined_one(ctx: TurnContext, d: Declined, probe: CallSite, view: ToolView
             return Decision.abstain(f"for the declined {d.tool}: {judged.reason}")
         if not judged.value:
             return Decision(Outcome.FALSE, 1.0, f"declining was right: rule {rule.id!r} is "
-                            f"false for {want!r} ({rule.message or rule.check})", span)
+                            f"false for {want!r} ({rule.message or rule.check})",
+                            rule_span(rule, bindings, target, view))
     return Decision(Outcome.TRUE, 0.85, f"the user asked for {d.tool} on {want!r}; every "
                     f"rule of the policy holds for it, and the agent declined ({d.cue!r})",
                     span)
