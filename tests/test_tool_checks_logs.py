@@ -231,3 +231,38 @@ def test_a_refusal_right_for_every_entity_the_user_may_mean_holds(tmp_path: Path
     both = [c for c in _declined(vs) if c.rationale.startswith("the same for each entity")]
     assert both and all(c.decision.value == "false" for c in both)
     assert "IFOYYZ" in both[0].rationale and "NQNU5R" in both[0].rationale
+
+
+V1_FULL = WHISSLE.parent / "tau-bench-airline-gpt-4o.json"
+
+
+@pytest.mark.skipif(not V1_FULL.exists(), reason="tool-agents data absent ($SAGE_TOD_DATA)")
+def test_a_card_named_by_its_last_digits_is_not_another_card_of_the_kind(tmp_path: Path
+                                                                         ) -> None:
+    """τ-bench gpt-4o airline, task 26 trial 1 (sierra-research/tau-bench
+    historical_trajectories/gpt-4o-airline.json, MIT): the user asks to pay the upgrade
+    with "my credit card ending in 7334", the agent never reads the profile and charges
+    credit_card_4959530 (a card of the cancelled reservations' payment history). Neither
+    the agent's earlier "credit card or gift card", nor its "refund to the original
+    payment method" on the cancellations, nor the user's yes ties the call to that card."""
+    doc = json.loads(V1_FULL.read_text())
+    rec = next(r for r in doc if r["task_id"] == 26 and r["trial"] == 1)
+    vs = _verdicts([rec], tmp_path)  # type: ignore[arg-type]
+    upgrade = next(v for v in vs.values() if any(
+        c.id == "UV:call0:payment_id" and "credit_card_4959530" in str(c.args)
+        for c in v.criteria))
+    uv = next(c for c in upgrade.criteria if c.id == "UV:call0:payment_id")
+    assert uv.decision.value == "true" and "never chose" in (uv.rationale or "")
+    assert upgrade.verdict == "failure"
+
+
+def test_ending_digits_tell_a_card_from_another_of_its_kind() -> None:
+    from sage_tod.verifiers.tool_checks import names_other
+
+    text = "Please use my credit card ending in 7334 for the payment."
+    end = text.index("credit card") + len("credit card")
+    card = {"amount": 116, "payment_id": "credit_card_4959530"}
+    assert names_other(text, end, card, "credit_card_4959530")
+    assert not names_other(text, end, {"last_four": "7334"}, "credit_card_1234567")
+    assert not names_other(text, end, None, "credit_card_5557334")
+    assert not names_other("Use my credit card, thanks.", 14, card, "credit_card_4959530")

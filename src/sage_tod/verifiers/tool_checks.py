@@ -313,7 +313,8 @@ def _field_mentions(view: ToolView, record: Mapping[str, Any], value: str
         for w in words:
             hit_span = None
             for u in reversed(view.users):
-                hit = mention_at(u.text, w) if not w.isdigit() or len(w) >= 2 else None
+                hit = _mentions(u.text, w, record, value) \
+                    if not w.isdigit() or len(w) >= 2 else None
                 if hit is not None:
                     hit_span = Span(source=u.source, index=u.index, start=hit[0],
                                     end=hit[1], text=u.text[hit[0]:hit[1]])
@@ -336,6 +337,37 @@ def _named_fields(view: ToolView, record: Mapping[str, Any], value: str,
     return None, best_other > mine
 
 
+# a mention's distinguishing digits: "the card ending in 7334", "last four digits 7334"
+_ENDING_DIGITS = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:(?:ending|ends)\W+(?:in|with)|"
+                            r"last (?:four|4)(?: digits)?(?:\W+(?:are|is|of))?)\W*(\d{2,})",
+                            re.IGNORECASE)
+
+
+def _digits(record: Mapping[str, Any] | None, value: str) -> list[str]:
+    """Every run of digits in `value` and in the record's field values."""
+    texts = [value] + ([t for _, t in _descriptive(record)] if record is not None else [])
+    return [d for t in texts for d in re.findall(r"\d+", t)]
+
+
+def names_other(text: str, end: int, record: Mapping[str, Any] | None, value: str) -> bool:
+    """The mention ending at `end` carries digits ("credit card ending in 7334") that
+    neither `value` nor its record ends with: it names another entity of that kind, so
+    it neither grounds `value` nor counts as agreeing to it."""
+    m = _ENDING_DIGITS.match(text[end:end + 48])
+    if m is None:
+        return False
+    return not any(d.endswith(m.group(1)) for d in _digits(record, value))
+
+
+def _mentions(text: str, t: str, record: Mapping[str, Any] | None, value: str
+              ) -> tuple[int, int] | None:
+    """`mention_at`, unless the mention's own digits point at another entity."""
+    hit = mention_at(text, t)
+    if hit is None or names_other(text, hit[1], record, value):
+        return None
+    return hit
+
+
 def _agreed_after(view: ToolView, agent: Utterance) -> Utterance | None:
     """The user's message right after `agent`'s, when it agrees (a yes, or an
     instruction to go ahead)."""
@@ -347,10 +379,23 @@ def _agreed_after(view: ToolView, agent: Utterance) -> Utterance | None:
     return None
 
 
-def _agent_named_then_yes(view: ToolView, texts: list[str]) -> bool:
-    """The agent named one of `texts` and the user's next message agreed to it."""
-    return any(_agreed_after(view, a) is not None for a in view.agents
-               if any(mention_at(a.text, t) for t in texts if len(_norm(t).strip()) >= 3))
+def _agent_named_then_yes(view: ToolView, texts: list[str], value: str,
+                          record: Mapping[str, Any] | None = None) -> bool:
+    """The agent named one of `texts` (as `value` or its record, not qualified as another
+    entity of the kind) and the user's next message agreed to it, without naming another
+    one of the kind ("yes, use my credit card ending in 7334" picks that card)."""
+    named = [t for t in texts if len(_norm(t).strip()) >= 3]
+    for a in view.agents:
+        if not any(_mentions(a.text, t, record, value) for t in named):
+            continue
+        reply = _agreed_after(view, a)
+        if reply is None:
+            continue
+        if any((at := mention_at(reply.text, t)) is not None
+               and names_other(reply.text, at[1], record, value) for t in named):
+            continue
+        return True
+    return False
 
 
 def _args_from_user(view: ToolView, call: ToolCall, ctx: TurnContext) -> bool:
@@ -394,7 +439,7 @@ def decide_tool_uv(a: UVArgs, ctx: TurnContext) -> Decision:
         if _norm(value).strip() in ("0", "false", "no", "none"):
             return Decision(Outcome.FALSE, 0.8, f"{a.path} = {value!r} adds nothing the user "
                             "would have to ask for")
-        if _agent_named_then_yes(view, [value]):
+        if _agent_named_then_yes(view, [value], value):
             return Decision(Outcome.FALSE, 0.8, f"the agent proposed {value!r} and the user "
                             "agreed")
         return Decision(Outcome.TRUE, 0.8, f"{a.path} = {value!r} must come from the user, who "
@@ -417,7 +462,7 @@ def decide_tool_uv(a: UVArgs, ctx: TurnContext) -> Decision:
             return Decision(Outcome.FALSE, 0.9, f"the only record of its kind in "
                             f"{hit.prior.call.name}'s result", _result_span(hit))
         texts = [t for _, t in _descriptive(rec)]
-        if _agent_named_then_yes(view, [value, *texts]):
+        if _agent_named_then_yes(view, [value, *texts], value, rec):
             return Decision(Outcome.FALSE, 0.8, f"the agent named this record of "
                             f"{hit.prior.call.name}'s result and the user agreed",
                             _result_span(hit))
@@ -432,7 +477,7 @@ def decide_tool_uv(a: UVArgs, ctx: TurnContext) -> Decision:
     if hits:
         return Decision.abstain(f"{value!r} is in an earlier result, but nothing ties that "
                                 "record to what the user referred to")
-    if _agent_named_then_yes(view, [value]):
+    if _agent_named_then_yes(view, [value], value):
         return Decision(Outcome.FALSE, 0.8, f"the agent proposed {value!r} and the user agreed")
     norm = _norm(value).strip()
     slot = ctx.spec.slot(a.slot)
@@ -463,17 +508,17 @@ def _referred(a: UVArgs, ctx: TurnContext, view: ToolView, value: str) -> Decisi
                             f"({named.text!r})", named)
         texts = [t for k, t in _descriptive(hit.record) if not k.endswith("amount")]
         texts += _id_words(value)
-        if _agent_named_then_yes(view, [value, *texts]):
+        if _agent_named_then_yes(view, [value, *texts], value, hit.record):
             return Decision(Outcome.FALSE, 0.8, "the agent named it and the user agreed",
                             _result_span(hit))
-    if _agent_named_then_yes(view, [value, *_id_words(value)]):
+    if _agent_named_then_yes(view, [value, *_id_words(value)], value):
         return Decision(Outcome.FALSE, 0.8, f"the agent proposed {value!r} and the user agreed")
     original = _original_payment(ctx, view, value, a.call)
     if original is not None:
         return original
     for u in reversed(view.users):
         for w in _id_words(value):
-            at = mention_at(u.text, w)
+            at = _mentions(u.text, w, None, value)
             if at is not None:
                 return Decision(Outcome.FALSE, 0.8, f"the user named its kind ({w!r})",
                                 Span(source=u.source, index=u.index, start=at[0],
@@ -490,6 +535,22 @@ _ORIGINAL = re.compile(
     re.IGNORECASE)
 
 
+def _chose_other(view: ToolView, since: Utterance, value: str) -> bool:
+    """A user message from `since` on names another entity of `value`'s kind by its
+    digits ("my credit card ending in 7334" when `value` is credit_card_4959530): the
+    user's newest word on which one wins over an earlier reference."""
+    start = -1 if since.index is None else since.index
+    kinds = _id_words(value)
+    for u in view.users:
+        if (u.index if u.index is not None else 10**9) < start:
+            continue
+        for w in kinds:
+            at = mention_at(u.text, w)
+            if at is not None and names_other(u.text, at[1], None, value):
+                return True
+    return False
+
+
 def _original_payment(ctx: TurnContext, view: ToolView, value: str, call: int | None
                       ) -> Decision | None:
     """The user referred to the original payment (said it, or agreed when the agent
@@ -504,7 +565,7 @@ def _original_payment(ctx: TurnContext, view: ToolView, value: str, call: int | 
     if said is None:
         agent = next((a for a in reversed(view.agents) if _ORIGINAL.search(a.text)), None)
         said = None if agent is None else _agreed_after(view, agent)
-    if said is None:
+    if said is None or _chose_other(view, said, value):
         return None
     m = _ORIGINAL.search(said.text)
     span = None if m is None else Span(source=said.source, index=said.index, start=m.start(),
