@@ -15,6 +15,7 @@ import copy
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sage_tod.cli.app import app
+from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import load_spec
 from sage_tod.contracts.turns import load_turns
 from sage_tod.importers.chat import Call
@@ -40,8 +42,10 @@ from sage_tod.lab.tool_agents_score import (
     auc,
     audit_summary,
     cluster_weights,
+    conversation_audit,
     conversation_metrics,
     read_audit,
+    read_conversation_audit,
     turn_metrics,
 )
 
@@ -339,6 +343,27 @@ def test_conversation_aucs_by_hand() -> None:
     assert m["auc_length"]["point"] == pytest.approx(0.5)  # 3>2: 1, 1<2: 0
     assert m["auc_any_flag"]["point"] == pytest.approx(0.25)  # tie: .5, 0<1: 0
     assert auc([1.0], []) is None
+
+
+def test_conversation_audit_by_hand(tmp_path: Path) -> None:
+    # the reader faults B (reward 1) and finds nothing wrong in C (reward 0); A can't tell
+    rows = [{"file": "f", "dialogue_id": "A", "reader": "cant_tell", "reason": "short"},
+            {"file": "f", "dialogue_id": "B", "reader": "failure", "reason": "extra bag"},
+            {"file": "f", "dialogue_id": "C", "reader": "clean", "reason": "user left"}]
+    table = [replace(t, conversation=f"f/{t.conversation}") for t in TABLE]
+    m = conversation_audit(table, rows, n_boot=100)
+    assert (m["read"], m["cant_tell"], m["not_in_slices"]) == (3, 1, [])
+    # reader truth: failed B (1 flagged) vs clean C (0 flagged) -> AUC 1
+    assert (m["reader"]["conversations"], m["reader"]["failed"]) == (2, 1)
+    assert m["reader"]["auc_flagged_turns"]["point"] == pytest.approx(1.0)
+    # reward truth on the same two: failed C (0) vs successful B (1) -> AUC 0
+    assert m["reward"]["auc_flagged_turns"]["point"] == pytest.approx(0.0)
+    assert m["reward_agreement"] == pytest.approx(0.0)
+    assert (m["reader_failure_reward_ok"], m["reader_clean_reward_failed"]) == (1, 1)
+    bad = tmp_path / "a.jsonl"
+    bad.write_text(json.dumps({**rows[0], "reader": "maybe"}) + "\n")
+    with pytest.raises(InputError, match=r"a\.jsonl:1: field 'reader'"):
+        read_conversation_audit(bad)
 
 
 def test_cluster_weights_resample_whole_tasks() -> None:

@@ -70,6 +70,9 @@ def bench_cmd(
         help="directory of verdicts, <file-stem>.jsonl per <file-stem>.turns.jsonl")],
     audit: Annotated[Path | None, typer.Option(
         help="label audit JSONL (default: the one shipped in sage_tod/lab/data)")] = None,
+    conversation_audit: Annotated[Path | None, typer.Option(
+        help="blind conversation audit JSONL (default: the one shipped in "
+             "sage_tod/lab/data)")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the scores as JSON")
                         ] = None,
     n_boot: Annotated[int, typer.Option(help="bootstrap resamples (of tasks)")] = 10_000,
@@ -78,9 +81,11 @@ def bench_cmd(
     rate, conversation AUCs, per file, domain and overall, and on the audited subset."""
     from sage_tod.lab.tool_agents_score import (
         AUDIT_FILE,
+        CONVERSATION_AUDIT_FILE,
         load_scored,
         markdown,
         read_audit,
+        read_conversation_audit,
         score_tool_agents,
     )
 
@@ -88,7 +93,10 @@ def bench_cmd(
         turns = load_scored(slices, verdicts)
         apath = audit if audit is not None else AUDIT_FILE
         rows = read_audit(apath) if apath.exists() else []
-        res = score_tool_agents(turns, rows, n_boot=n_boot)
+        cpath = conversation_audit if conversation_audit is not None \
+            else CONVERSATION_AUDIT_FILE
+        convs = read_conversation_audit(cpath) if cpath.exists() else []
+        res = score_tool_agents(turns, rows, n_boot=n_boot, conversations=convs)
     except (InputError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     if json_out is not None:

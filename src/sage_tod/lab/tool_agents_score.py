@@ -23,6 +23,7 @@ gold-derived labels of the same turns, and the audit's label error rate.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,8 @@ from sage_tod.lab.tool_agents import iter_slice_turns
 
 AUDIT_FILE = Path(__file__).parent / "data" / "tool_agents_audit.jsonl"
 READER_LABELS = ("failure", "clean", "cant_tell")
+CONVERSATION_AUDIT_FILE = Path(__file__).parent / "data" / "tool_agents_conversation_audit.jsonl"
+CONVERSATION_LABELS = READER_LABELS
 
 
 @dataclass(frozen=True)
@@ -202,14 +205,23 @@ def turn_metrics(turns: Sequence[ScoredTurn], gold: Callable[[ScoredTurn], str |
     return out
 
 
-def conversation_metrics(turns: Sequence[ScoredTurn], n_boot: int = N_BOOT, seed: int = SEED
-                         ) -> dict[str, Any]:
-    """AUCs for failed conversations (reward 0): flagged-turn count, length, any flag."""
+def _failed_by_reward(conversation: str, ts: Sequence[ScoredTurn]) -> bool | None:
+    return None if ts[0].reward is None else ts[0].reward == 0
+
+
+def conversation_metrics(turns: Sequence[ScoredTurn], n_boot: int = N_BOOT, seed: int = SEED,
+                         failed: Callable[[str, Sequence[ScoredTurn]], bool | None]
+                         = _failed_by_reward) -> dict[str, Any]:
+    """AUCs for failed conversations: flagged-turn count, length, any flag. A conversation
+    fails when `failed` says so (default: reward 0); None leaves it out."""
     convs: dict[str, list[ScoredTurn]] = {}
     for t in turns:
         convs.setdefault(t.conversation, []).append(t)
-    rows = [(ts[0].task, ts[0].reward == 0, sum(t.verdict == "failure" for t in ts), len(ts))
-            for ts in convs.values() if ts[0].reward is not None]
+    rows = []
+    for conv, ts in convs.items():
+        f = failed(conv, ts)
+        if f is not None:
+            rows.append((ts[0].task, f, sum(t.verdict == "failure" for t in ts), len(ts)))
     out: dict[str, Any] = {"conversations": len(rows),
                            "failed": sum(1 for r in rows if r[1])}
     tasks = sorted({r[0] for r in rows})
@@ -277,6 +289,45 @@ def audit_summary(rows: Sequence[Mapping[str, Any]], task_of: Mapping[str, str],
     return out
 
 
+def read_conversation_audit(path: Path) -> list[dict[str, Any]]:
+    """Conversation audit rows `{file, dialogue_id, reader, reason}`: a reader's blind
+    label of the whole conversation (did the agent do anything wrong?), checked."""
+    rows = _read_jsonl(path)
+    for n, r in enumerate(rows, 1):
+        for k in ("file", "dialogue_id", "reader", "reason"):
+            if k not in r:
+                raise InputError(path, f"missing field {k!r}", line=n, field=k)
+        if r["reader"] not in CONVERSATION_LABELS:
+            raise InputError(path, "reader label must be one of "
+                             f"{', '.join(CONVERSATION_LABELS)}", line=n, field="reader")
+    return rows
+
+
+def conversation_audit(turns: Sequence[ScoredTurn], rows: Sequence[Mapping[str, Any]],
+                       n_boot: int = N_BOOT, seed: int = SEED) -> dict[str, Any]:
+    """The conversation AUCs on the blindly read conversations, with the reader's label as
+    the truth and, on the same conversations, with reward 0; and how often reward and
+    reader disagree (a reward-0 conversation the reader finds no fault in, or the reverse)."""
+    reader = {f"{r['file']}/{r['dialogue_id']}": r["reader"] for r in rows}
+    mine = [t for t in turns if reader.get(t.conversation) in ("failure", "clean")]
+    missing = sorted(set(reader) - {t.conversation for t in turns})
+    by_reader = conversation_metrics(mine, n_boot, seed,
+                                     lambda c, ts: reader[c] == "failure")
+    by_reward = conversation_metrics(mine, n_boot, seed)
+    pairs: Counter[tuple[str, bool]] = Counter()  # (reader label, reward 0)
+    seen: set[str] = set()
+    for t in mine:
+        if t.conversation not in seen and t.reward is not None:
+            seen.add(t.conversation)
+            pairs[(reader[t.conversation], t.reward == 0)] += 1
+    agree = pairs[("failure", True)] + pairs[("clean", False)]
+    return {"read": len(rows), "cant_tell": sum(1 for r in rows if r["reader"] == "cant_tell"),
+            "not_in_slices": missing, "reader": by_reader, "reward": by_reward,
+            "reader_failure_reward_ok": pairs[("failure", False)],
+            "reader_clean_reward_failed": pairs[("clean", True)],
+            "reward_agreement": _ratio(agree, sum(pairs.values()))}
+
+
 def _akey(r: Mapping[str, Any]) -> str:
     return f"{r['file']}/{r['dialogue_id']}:{r['turn_id']}"
 
@@ -286,8 +337,10 @@ def _akey(r: Mapping[str, Any]) -> str:
 
 
 def score_tool_agents(turns: Sequence[ScoredTurn], audit: Sequence[Mapping[str, Any]] = (),
-                      n_boot: int = N_BOOT, seed: int = SEED) -> dict[str, Any]:
-    """Per file, per domain and overall; the audited subset and the audit's error rate."""
+                      n_boot: int = N_BOOT, seed: int = SEED,
+                      conversations: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """Per file, per domain and overall; the audited subset and the audit's error rate;
+    the conversation AUCs on the blindly read conversations."""
     groups: dict[str, list[ScoredTurn]] = {"overall": list(turns)}
     for t in turns:
         groups.setdefault(f"domain:{t.domain}", []).append(t)
@@ -319,6 +372,8 @@ def score_tool_agents(turns: Sequence[ScoredTurn], audit: Sequence[Mapping[str, 
         res["audited"] = sub
         res["audit"] = audit_summary(audit, {f"{t.file}/{t.key}": t.task for t in turns},
                                      n_boot, seed)
+    if conversations:
+        res["conversation_audit"] = conversation_audit(turns, conversations, n_boot, seed)
     return res
 
 
@@ -369,4 +424,19 @@ def markdown(res: Mapping[str, Any]) -> str:
                 f"label error rate on the {a['readable']} readable turns "
                 f"{_f(a['label_error_rate'])} (task bootstrap); {strata}."]
         text += "\n".join(sub) + "\n"
+    if "conversation_audit" in res:
+        c = res["conversation_audit"]
+        cut = ["", f"Conversations read blind ({c['read']}, {c['cant_tell']} can't tell; "
+               f"reward agrees with the reader on {_f(c['reward_agreement'])}: "
+               f"{c['reader_failure_reward_ok']} reward-1 conversations the reader faults, "
+               f"{c['reader_clean_reward_failed']} reward-0 ones the reader finds no fault "
+               "in):", "",
+               "| truth | conv. (failed) | AUC flagged turns [CI] | AUC length | "
+               "AUC any flag |", "|---|---|---|---|---|"]
+        for which in ("reader", "reward"):
+            g = c[which]
+            cut.append(f"| {which} | {g['conversations']} ({g['failed']}) | "
+                       f"{_f(g['auc_flagged_turns'])} | {_f(g['auc_length'])} | "
+                       f"{_f(g['auc_any_flag'])} |")
+        text += "\n".join(cut) + "\n"
     return text
