@@ -266,3 +266,20 @@ def test_ending_digits_tell_a_card_from_another_of_its_kind() -> None:
     assert not names_other(text, end, {"last_four": "7334"}, "credit_card_1234567")
     assert not names_other(text, end, None, "credit_card_5557334")
     assert not names_other("Use my credit card, thanks.", 14, card, "credit_card_4959530")
+
+
+@pytest.mark.skipif(not V1_FULL.exists(), reason="tool-agents data absent ($SAGE_TOD_DATA)")
+def test_a_flight_date_is_grounded_by_the_flight_it_belongs_to(tmp_path: Path) -> None:
+    """τ-bench gpt-4o airline, task 2 trial 1 (same file, MIT): the agent rebooks the
+    user's flights; each new flight's number is grounded in the search result, and its
+    date only through the record that lists the number with that date. Before the
+    sibling link every date abstained and the turn (a gold-clean write) was undecided."""
+    doc = json.loads(V1_FULL.read_text())
+    rec = next(r for r in doc if r["task_id"] == 2 and r["trial"] == 1)
+    vs = _verdicts([rec], tmp_path)  # type: ignore[arg-type]
+    dates = [c for v in vs.values() for c in v.criteria
+             if c.id.startswith("UV:call") and c.id.endswith(".date")]
+    assert dates and all(c.decision.value == "false" for c in dates)
+    linked = [c for c in dates if "which is grounded" in (c.rationale or "")]
+    assert linked and all(c.support is not None and c.support.source == "tool_result"
+                          for c in linked)

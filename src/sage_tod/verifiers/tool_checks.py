@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ from sage_tod.compiler.tool_calls import (
     declined_actions,
     leaf_text,
     leaves,
+    mapped_slot,
     refused_sites,
     unfinished_requests,
 )
@@ -424,6 +425,12 @@ def _site(ctx: TurnContext, call: int | None, refused: bool = False) -> CallSite
 
 
 def decide_tool_uv(a: UVArgs, ctx: TurnContext) -> Decision:
+    """Where an argument leaf comes from: the user's words, or a tool result about the
+    entity the user referred to (docs/method.md)."""
+    return _decide_uv(a, ctx, link=True)
+
+
+def _decide_uv(a: UVArgs, ctx: TurnContext, link: bool) -> Decision:
     site = _site(ctx, a.call)
     if site is None or a.path is None:
         return Decision.abstain("the call is not in this turn")
@@ -474,6 +481,9 @@ def decide_tool_uv(a: UVArgs, ctx: TurnContext) -> Decision:
         return Decision(Outcome.TRUE, 0.8, f"{value!r} is in {wrong.prior.call.name}'s result, "
                         "but in a record the user did not refer to; the user named another one",
                         _result_span(wrong))
+    linked = _sibling_link(a, ctx, site, view, value) if link else None
+    if linked is not None:
+        return linked
     if hits:
         return Decision.abstain(f"{value!r} is in an earlier result, but nothing ties that "
                                 "record to what the user referred to")
@@ -493,6 +503,61 @@ def decide_tool_uv(a: UVArgs, ctx: TurnContext) -> Decision:
                         f"{value!r}")
     return Decision.abstain(f"{value!r} is not in the log as written (a computed or implied "
                             "value?)")
+
+
+def _element(arguments: Mapping[str, Any], parts: Sequence[str]) -> Any:
+    node: Any = arguments
+    for part in parts:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _holds_both(view: ToolView, anchor: str, value: str) -> Hit | None:
+    """An earlier read whose result has a record holding `anchor` and `value` (or holding
+    `anchor`, the read having been asked for `value`: a flight search by date lists its
+    flights without the date)."""
+    for p in view.prior:
+        asked = any(_same(v, value) for _, v in leaves(p.call.arguments))
+        for path, leaf, record, siblings in _walk(p.call.result, "", None, ()):
+            if not isinstance(record, dict) or not _same(leaf, anchor):
+                continue
+            if asked or any(_same(v, value) for v in record.values()):
+                return Hit(p, path, record, tuple(siblings))
+    return None
+
+
+def _sibling_link(a: UVArgs, ctx: TurnContext, site: CallSite, view: ToolView, value: str,
+                  ) -> Decision | None:
+    """A leaf of a list element (a flight's `date`) is grounded by the element's id
+    (its `flight_number`) when that id is grounded and an earlier result holds the two
+    together: the agent copied the record the user chose, field by field. None when no
+    sibling id links it."""
+    assert a.path is not None
+    parts = a.path.split(".")
+    element = _element(site.call.arguments, parts[:-1]) if len(parts) > 1 else None
+    if not isinstance(element, dict):
+        return None
+    for key, sib in sorted(element.items()):
+        text = leaf_text(sib) if not isinstance(sib, dict | list) else ""
+        if key == parts[-1] or not is_id_like(text):
+            continue
+        hit = _holds_both(view, text, value)
+        if hit is None:
+            continue
+        path = ".".join([*parts[:-1], key])
+        slot = mapped_slot(site.tool, path) or a.slot
+        linked = _decide_uv(UVArgs(slot=slot, value=text, path=path, tool=a.tool,
+                                   call=a.call), ctx, link=False)
+        if linked.outcome is Outcome.FALSE:
+            return Decision(Outcome.FALSE, min(linked.margin, 0.9),
+                            f"{hit.prior.call.name}'s result lists it with {key} {text!r}, "
+                            f"which is grounded ({linked.rationale})", _result_span(hit))
+    return None
 
 
 def _referred(a: UVArgs, ctx: TurnContext, view: ToolView, value: str) -> Decision:
@@ -695,6 +760,9 @@ def judge_rule(rule: ToolRule, bindings: Mapping[str, Any], tool: str) -> RuleJu
                                     f"{rule.when or ''} {rule.check}")
               if n not in bindings["results"]]
     why_unread = f"no successful {unread[0]} before {tool}" if unread else ""
+    if not why_unread and not isinstance(bindings.get("result"), dict | list) and re.search(
+            r"\bresult\.", f"{rule.when or ''} {rule.check}"):
+        why_unread = f"{tool} returned no record (refused or empty) for `result` to show"
     if rule.when is not None:
         w = evaluate_rule(rule.when, bindings)
         if w.value is None:
