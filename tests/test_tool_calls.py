@@ -57,13 +57,14 @@ def test_forbidden_cancellation_fires_with_the_reservation_as_evidence(tmp_path:
     assert rule.decision.value == "true" and rule.decided_by == "S1"
     assert rule.support is not None and rule.support.source == "tool_result"
     assert '"cabin": "basic_economy"' in rule.support.text
-    # the support is the facts the rule read (cabin, booking time, insurance), not the
-    # whole record: no flight list, no passenger names
+    # the support is the facts the rule read (cabin, booking time, insurance) of the
+    # reservation it names, not the whole record: no flight list, no passenger names
     facts = json.loads(rule.support.text)
-    assert set(facts) == {"cabin", "created_at", "insurance"} and facts["insurance"] == "no"
+    assert set(facts) == {"reservation_id", "cabin", "created_at", "insurance"}
+    assert facts["insurance"] == "no" and facts["reservation_id"] == "EHGLP3"
     flown = _criterion(v, "PC:call0:rule:not-flown")
     assert flown.support is not None and flown.support.path == "flights"
-    assert set(json.loads(flown.support.text)) == {"flights"}
+    assert set(json.loads(flown.support.text)) == {"reservation_id", "flights"}
     assert "do not call cancel_reservation" in (rule.repair or "")
     # what holds is decided false: the id is the user's, the yes is there, the read came first
     assert _criterion(v, "UV:call0:reservation_id").decision.value == "false"

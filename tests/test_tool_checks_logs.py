@@ -283,3 +283,40 @@ def test_a_flight_date_is_grounded_by_the_flight_it_belongs_to(tmp_path: Path) -
     linked = [c for c in dates if "which is grounded" in (c.rationale or "")]
     assert linked and all(c.support is not None and c.support.source == "tool_result"
                           for c in linked)
+
+
+@needs_data
+def test_a_hand_off_instead_of_a_refusal_is_a_failure(tmp_path: Path) -> None:
+    """Whissle task 28: "I need to cancel my flights ... reservation SI5UKW", the user
+    gives the reason (change of plans); the agent reads the basic-economy reservation and
+    transfers at once. The policy transfers only what the tools cannot handle; a
+    cancellation the rules forbid is the agent's to refuse."""
+    vs = _verdicts(_simulation("28"), tmp_path)
+    v = vs[1]
+    c = next(c for c in v.criteria if c.id.endswith(":handoff"))
+    assert c.decision.value == "true" and v.verdict == "failure"
+    assert c.evidence is not None and c.evidence.text.lower() == "cancel"
+    assert "refuse" in (c.repair or "")
+
+
+@needs_data
+def test_a_hand_off_the_policy_requires_is_right(tmp_path: Path) -> None:
+    """Whissle task 35: the user asks to cancel a reservation whose first flight has
+    flown; "if any portion of the flight has already been flown ... transfer is needed"
+    (the airline spec marks rule not-flown `handoff: true`)."""
+    vs = _verdicts(_simulation("35"), tmp_path)
+    c = next(c for v in vs.values() for c in v.criteria if c.id.endswith(":handoff"))
+    assert c.decision.value == "false" and "not-flown" in (c.rationale or "")
+
+
+@needs_data
+def test_no_hand_off_criterion_after_a_refusal(tmp_path: Path) -> None:
+    """Whissle task 27: the agent refuses compensation ("I am unable to offer
+    compensation"), the user insists, the agent transfers: the hand-off passes on what it
+    already denied. No hand-off criterion anywhere in the conversation."""
+    doc = _simulation("27")
+    names = [c.get("function", c).get("name") for m in doc["simulations"][0]["messages"]
+             for c in m.get("tool_calls") or []]
+    assert "transfer_to_human_agents" in names
+    vs = _verdicts(doc, tmp_path)
+    assert not [c for v in vs.values() for c in v.criteria if c.id.endswith(":handoff")]

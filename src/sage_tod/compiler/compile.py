@@ -249,6 +249,10 @@ def _repair_pc(c: Criterion, ctx: TurnContext) -> str:
             return f"do not tell the user it is done: {a.tool} was refused; say so, or retry"
         if a.certainty == "tool_order":
             return f"call {a.outcome.split(' succeeded')[0]} first; do not call {a.tool} yet"
+        if a.certainty == "tool_handoff":
+            return (f"handle the request ({a.cue!r}) with the tools: look the entity up, then "
+                    f"do it or refuse it under the policy; call {a.tool} only for what no "
+                    "tool can do")
         if a.certainty == "tool_count":
             return (f"act only on what the user asked for ({a.cue!r}); ask before calling "
                     f"{a.tool} for another one")

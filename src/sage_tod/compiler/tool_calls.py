@@ -257,8 +257,87 @@ def _target_count(ctx: TurnContext, site: CallSite) -> list[Criterion]:
     )]
 
 
+# the user asks for a person: a hand-off on the user's demand is the user's choice
+_WANTS_HUMAN = re.compile(r"\b(?:human|real person|supervisor|manager|representative|"
+                          r"live agent|someone (?:else|who)|transfer me|speak (?:with|to) "
+                          r"(?:someone|a person))\b", re.IGNORECASE)
+# the agent says no, in any words: a hand-off after a refusal passes on what the agent
+# already denied ("I am unable to offer compensation", "changes are not permitted")
+_DENIES = re.compile(
+    r"\b(?:unable to|not able to|cannot|can ?not|can't|won't be able to|not (?:allowed|"
+    r"permitted|eligible|possible)|no (?:way|ability) to|(?:don't|do not) have the "
+    r"ability)\b", re.IGNORECASE)
+# the agent offers the hand-off ("Would you like me to transfer you?")
+_OFFERS_HANDOFF = re.compile(r"\btransfer(?:ring)? (?:you|your)\b|\b(?:the|a) transfer\b",
+                             re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """A hand-off to a human while the user asks for an action a committing tool does."""
+
+    tool: str  # the hand-off tool called
+    index: int  # its position in the turn's calls
+    requested: str  # the committing tool the request asks for
+    source: str  # "user" | "history.user"
+    at: int | None
+    start: int
+    end: int
+    cue: str
+
+
+def handoff_requests(ctx: TurnContext) -> list[Handoff]:
+    """A successful call of a `handoff` tool, when the user's last two messages ask for
+    what a committing tool does (its `requested` cue, asked for, not a question about
+    the policy), the agent neither tried that tool in the conversation nor refused in
+    this turn or its previous message, and the user did not ask for a person: the
+    policy allows a hand-off only for requests outside the tools' scope, and a request
+    the policy forbids is the agent's to refuse."""
+    calls = ctx.turn.tool_calls or ()
+    hand = next(((i, c) for i, c in enumerate(calls) if not c.error and any(
+        (ts := wf.tools.get(c.name)) is not None and ts.handoff
+        for wf in ctx.spec.workflows.values())), None)
+    if hand is None:
+        return []
+    hist = ctx.turn.history or ()
+    before = hist[-1].agent if hist else ""
+    if _DENIES.search(ctx.turn.agent) or _DENIES.search(before):
+        return []
+    users: list[tuple[str, int | None, str]] = [("user", None, ctx.turn.user)]
+    if hist:
+        users.append(("history.user", len(hist) - 1, hist[-1].user))
+    if any(_WANTS_HUMAN.search(text) for _, _, text in users):
+        return []
+    if _OFFERS_HANDOFF.search(before) and _YES_START.match(ctx.turn.user):
+        return []  # the user took the hand-off the agent offered
+    tried = {c.name for h in hist for c in h.tool_calls} | {c.name for c in calls}
+    for name, pattern in _REQUEST_CUES.of(ctx.spec).items():
+        if name in tried:
+            continue  # done, or refused by the tool: the hand-off follows an attempt
+        for source, at, text in users:
+            m = _requests(text, pattern)
+            if m is not None:
+                return [Handoff(hand[1].name, hand[0], name, source, at, m.start(), m.end(),
+                                m.group(0))]
+    return []
+
+
+def _handoff(ctx: TurnContext) -> list[Criterion]:
+    """PC on a hand-off: the request it passes on is one the agent's tools serve."""
+    return [Criterion(
+        id=f"PC:call{h.index}:handoff", failure_class=FailureClass.PC,
+        args=PCArgs(certainty="tool_handoff", cue=h.cue,
+                    outcome=f"the request is outside what {h.requested} and the other "
+                            "committing tools do", tool=h.tool, call=h.index,
+                    rule=f"handoff:{h.requested}"),
+        question=(f"The user asked for {h.cue!r}, which {h.requested} does; did the agent hand "
+                  "the user over without trying or refusing it?"),
+        evidence=Span(source=h.source, index=h.at, start=h.start, end=h.end, text=h.cue),
+    ) for h in handoff_requests(ctx)]
+
+
 def compile_tool_pc(ctx: TurnContext) -> list[Criterion]:
-    out: list[Criterion] = _claim_after_refusal(ctx)
+    out: list[Criterion] = _claim_after_refusal(ctx) + _handoff(ctx)
     for site in commit_sites(ctx):
         out.extend(_target_count(ctx, site))
         name, i = site.call.name, site.index

@@ -175,7 +175,7 @@ class PCArgs(_ToolCallFields):
 
     failure_class: ClassVar[str] = FailureClass.PC
     certainty: Literal["agent_acts", "cue", "implied", "tool_confirmation", "tool_order",
-                       "tool_rule", "tool_claim", "tool_count"]
+                       "tool_rule", "tool_claim", "tool_count", "tool_handoff"]
     cue: str
     outcome: str
     rule: str | None = None

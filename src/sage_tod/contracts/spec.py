@@ -132,6 +132,9 @@ class ToolSpec(BaseModel):
     # action ("cancel", "add .* bags?"): a request no call carried out by the conversation's
     # last turn is an ignored user value (docs/formats.md, *Unfinished requests*)
     requested: str | None = None
+    # the tool hands the user over to a human, which the policy allows only for requests
+    # the agent's committing tools cannot serve (docs/formats.md, *Hand-offs*)
+    handoff: bool = False
     ground: dict[str, Literal["any", "user", "referred", "result", "free"]] = Field(
         default_factory=dict)
 

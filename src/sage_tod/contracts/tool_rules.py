@@ -60,6 +60,9 @@ class ToolRule(BaseModel):
     check: str = Field(min_length=1)
     when: str | None = None
     message: str = ""
+    # the policy sends the user to a human when the rule is false ("if any portion of the
+    # flight has already been flown, transfer"): a hand-off is then right, not a failure
+    handoff: bool = False
 
 
 class ToolPreference(BaseModel):

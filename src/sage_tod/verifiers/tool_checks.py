@@ -651,12 +651,13 @@ _RULE_FIELD = re.compile(r"\b(target|results\.[A-Za-z_]\w*)\.([A-Za-z_]\w*)")
 
 
 def rule_span(rule: ToolRule, bindings: Mapping[str, Any], target: PriorCall | None,
-              view: ToolView) -> Span | None:
+              view: ToolView, key: str | None = None) -> Span | None:
     """The facts a rule was decided on: the fields its `when` and `check` read from the
     record the call acts on (or from the latest result of the read they name), as a
     `{field: value}` record, with the field's path when it reads one. Shown as the
     support of the decision, it says *why* ("cabin: basic_economy, insurance: no"), not
-    just which record; a rule that reads no record field shows the target record."""
+    just which record; the target's `key` field comes first, to say which entity. A
+    rule that reads no record field shows the target record."""
     fields: dict[str, list[str]] = {}
     for m in _RULE_FIELD.finditer(f"{rule.when or ''} {rule.check}"):
         fields.setdefault(m.group(1), [])
@@ -675,10 +676,12 @@ def rule_span(rule: ToolRule, bindings: Mapping[str, Any], target: PriorCall | N
         facts = {n: record[n] for n in names if n in record}
         if not facts:
             continue
+        if owner == "target" and key is not None and key in record and key not in facts:
+            facts = {key: record[key], **facts}
         text = json.dumps(facts, ensure_ascii=False, sort_keys=True)[:300]
         return Span(source="tool_result", index=prior.index, start=0, end=len(text),
                     text=text, call=prior.position,
-                    path=next(iter(facts)) if len(facts) == 1 else None)
+                    path=names[0] if len(names) == 1 and names[0] in facts else None)
     return None if target is None else _result_span_of(target)
 
 
@@ -706,6 +709,8 @@ def decide_tool_iuv(a: IUVArgs, ctx: TurnContext) -> Decision:
 
 
 def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
+    if a.certainty == "tool_handoff":
+        return _handoff(a, ctx)
     if a.certainty == "tool_claim":
         return Decision(Outcome.TRUE, 0.9, f"the agent confirms ({a.cue[:60]!r}) while "
                         f"{a.tool} was refused in this turn and nothing else committed")
@@ -733,7 +738,8 @@ def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
         return Decision.abstain(judged.reason)
     if not judged.applies:
         return Decision(Outcome.FALSE, 1.0, judged.reason)
-    span = rule_span(rule, bindings, target, view)
+    span = rule_span(rule, bindings, target, view,
+                     None if site.tool.target is None else site.tool.target.result_key)
     if judged.value:
         return Decision(Outcome.FALSE, 1.0, f"rule {rule.id!r} holds", span)
     tried = " (the tool refused the call: the agent tried what the policy rules out)" if (
@@ -983,6 +989,39 @@ def _targets(a: PCArgs, ctx: TurnContext, site: CallSite) -> Decision:
     return Decision(Outcome.FALSE, 0.85, f"{len(ids)} of the {n} the user asked for")
 
 
+def _handoff(a: PCArgs, ctx: TurnContext) -> Decision:
+    """A hand-off of a request a committing tool serves (the compiler raises it only when
+    the log shows the request, the hand-off, and neither an attempt nor a refusal) is a
+    failure, unless a `handoff` rule of that tool is false for an entity the reads
+    returned: the policy sends that case to a human."""
+    requested = (a.rule or "").removeprefix("handoff:")
+    for wf in ctx.spec.workflows.values():
+        ts = wf.tools.get(requested)
+        if ts is None or ts.target is None or not any(r.handoff for r in ts.rules):
+            continue
+        t = ts.target
+        probe = CallSite(a.call if a.call is not None else 0, ToolCall(name=requested), wf, ts)
+        view = tool_view(ctx, probe)
+        ids = dict.fromkeys(leaf_text(p.call.result.get(t.result_key)) for p in view.prior
+                            if p.call.name in t.read and isinstance(p.call.result, dict)
+                            and p.call.result.get(t.result_key) is not None)
+        for want in ids:
+            site = CallSite(probe.index, ToolCall(name=requested, arguments={t.arg: want}),
+                            wf, ts)
+            bindings, target = rule_bindings(ctx, site, view)
+            for rule in (r for r in ts.rules if r.handoff):
+                judged = judge_rule(rule, bindings, requested)
+                if judged.applies and judged.value is False:
+                    return Decision(Outcome.FALSE, 1.0, f"the policy sends this to a human: "
+                                    f"rule {rule.id!r} is false for {want!r} "
+                                    f"({rule.message or rule.check})",
+                                    rule_span(rule, bindings, target, view, t.result_key))
+        break
+    return Decision(Outcome.TRUE, 0.9, f"the user asked for {a.cue!r}, which {requested} "
+                    f"serves, and {a.tool} handed the user over without an attempt or a "
+                    "refusal")
+
+
 def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
     """The declined action as a call (`{target.arg: entity}`) against every rule of its
     tool: one false rule makes the refusal right; all true make it a failure (the policy
@@ -1037,7 +1076,8 @@ def _declined_one(ctx: TurnContext, d: Declined, probe: CallSite, view: ToolView
         if not judged.value:
             return Decision(Outcome.FALSE, 1.0, f"declining was right: rule {rule.id!r} is "
                             f"false for {want!r} ({rule.message or rule.check})",
-                            rule_span(rule, bindings, target, view))
+                            rule_span(rule, bindings, target, view,
+                                      d.spec.target.result_key))
     return Decision(Outcome.TRUE, 0.85, f"the user asked for {d.tool} on {want!r}; every "
                     f"rule of the policy holds for it, and the agent declined ({d.cue!r})",
                     span)
