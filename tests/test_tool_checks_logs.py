@@ -320,3 +320,29 @@ def test_no_hand_off_criterion_after_a_refusal(tmp_path: Path) -> None:
     assert "transfer_to_human_agents" in names
     vs = _verdicts(doc, tmp_path)
     assert not [c for v in vs.values() for c in v.criteria if c.id.endswith(":handoff")]
+
+
+@pytest.mark.skipif(not V1_FULL.exists(), reason="tool-agents data absent ($SAGE_TOD_DATA)")
+def test_the_change_charges_the_amount_the_user_agreed_to(tmp_path: Path) -> None:
+    """τ-bench gpt-4o airline, task 26 (same file, MIT), the business upgrade of a
+    two-passenger reservation: in trial 2 the agent quotes "the additional cost will be
+    $597" (one passenger's difference), the user says yes, and the call charges $1,194;
+    in trial 1 the agent quotes $1,194 and the rule holds."""
+    doc = json.loads(V1_FULL.read_text())
+    for trial, expect in ((2, "true"), (1, "false")):
+        rec = next(r for r in doc if r["task_id"] == 26 and r["trial"] == trial)
+        vs = _verdicts([rec], tmp_path)  # type: ignore[arg-type]
+        rules = [c for v in vs.values() for c in v.criteria
+                 if c.id.endswith(":rule:amount-read-back")]
+        # decided on the upgrade: it holds, or it fires (not "does not apply")
+        found = [c for c in rules
+                 if c.decision.value == "true" or "holds" in (c.rationale or "")]
+        assert found and {c.decision.value for c in found} == {expect}, trial
+
+
+def test_money_amounts_as_agents_write_them() -> None:
+    from sage_tod.verifiers.tool_checks import money_amounts
+
+    text = ("The upgrade costs $1,194 (was $597.50); a refund of 45 dollars, 30 USD. "
+            "Flight HAT123 leaves at 19:00 on 2024-05-22.")
+    assert money_amounts(text) == [1194.0, 597.5, 45.0, 30.0]

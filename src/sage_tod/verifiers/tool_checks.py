@@ -956,15 +956,31 @@ def _as_written(target: PriorCall, committed: bool) -> Any:
     return {**rec, **over} if over else rec
 
 
-def transcript(ctx: TurnContext) -> list[dict[str, str]]:
-    """The conversation up to this turn's user message: `{role, text}`, oldest first."""
-    out: list[dict[str, str]] = []
+# a money amount as agents write it: "$1,194", "$597.00", "45 dollars", "30 USD"
+_MONEY = re.compile(r"\$\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d{1,2})?|"
+                    r"\b(\d+)(\.\d{1,2})?\s?(?:dollars|USD)\b", re.IGNORECASE)
+
+
+def money_amounts(text: str) -> list[float]:
+    """Every money amount the text states, as numbers (a rule compares them with the
+    amounts the results hold: "the change charges what the agent read back")."""
+    out: list[float] = []
+    for m in _MONEY.finditer(text):
+        whole, cents = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        out.append(float(whole.replace(",", "") + (cents or "")))
+    return out
+
+
+def transcript(ctx: TurnContext) -> list[dict[str, Any]]:
+    """The conversation up to this turn's user message, oldest first: `{role, text,
+    amounts}` (`amounts`: the money amounts the message states, as doubles)."""
+    out: list[dict[str, Any]] = []
     for h in ctx.turn.history or ():
         if h.user:
-            out.append({"role": "user", "text": h.user})
+            out.append({"role": "user", "text": h.user, "amounts": money_amounts(h.user)})
         if h.agent:
-            out.append({"role": "agent", "text": h.agent})
-    out.append({"role": "user", "text": ctx.turn.user})
+            out.append({"role": "agent", "text": h.agent, "amounts": money_amounts(h.agent)})
+    out.append({"role": "user", "text": ctx.turn.user, "amounts": money_amounts(ctx.turn.user)})
     return out
 
 
