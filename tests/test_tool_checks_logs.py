@@ -346,3 +346,7 @@ def test_money_amounts_as_agents_write_them() -> None:
     text = ("The upgrade costs $1,194 (was $597.50); a refund of 45 dollars, 30 USD. "
             "Flight HAT123 leaves at 19:00 on 2024-05-22.")
     assert money_amounts(text) == [1194.0, 597.5, 45.0, 30.0]
+    # quoted: only what a charge word leads to in its sentence, not a listed price
+    listing = ("I found the Google Home thermostat (item 7747408585, $249.01). The additional "
+               "cost for upgrading only the outgoing flight is $105. Total refund: $14,190")
+    assert money_amounts(listing, quoted=True) == [105.0, 14190.0]

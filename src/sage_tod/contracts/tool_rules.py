@@ -19,7 +19,9 @@ Names a rule can use (docs/formats.md §1, *Tool rules*):
 - `context`: the spec's `context` constants (e.g. the policy's current time);
 - `result`: what this call returned (the change as the backend made it);
 - `transcript`: the conversation up to the user's message before the call,
-  `{role: "user" | "agent", text}` oldest first (CEL's `matches` is RE2).
+  `{role: "user" | "agent", text, amounts, quoted}` oldest first (CEL's `matches`
+  is RE2; `amounts`: the money amounts the message states, as doubles; `quoted`:
+  those a charge word — cost, refund, difference, total — leads to).
 A rule that cannot be evaluated (a field the log does not hold, a type error)
 is an abstention, never a guess.
 """

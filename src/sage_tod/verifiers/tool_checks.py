@@ -961,26 +961,46 @@ _MONEY = re.compile(r"\$\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d{1,2})?|"
                     r"\b(\d+)(\.\d{1,2})?\s?(?:dollars|USD)\b", re.IGNORECASE)
 
 
-def money_amounts(text: str) -> list[float]:
+# words that present an amount as what the user pays or gets back ("the additional cost
+# will be $597", "a refund of $38", "Total refund: $14,190"), not a price in a list
+_CHARGE_CUE = re.compile(r"\b(?:charge[ds]?|charging|refund(?:ed|s)?|cost|costs|total|"
+                         r"difference|pay|paying|paid|payment|fee|additional|owe|due|"
+                         r"credit(?:ed)?|saving|savings|save)\b", re.IGNORECASE)
+
+
+def money_amounts(text: str, quoted: bool = False) -> list[float]:
     """Every money amount the text states, as numbers (a rule compares them with the
-    amounts the results hold: "the change charges what the agent read back")."""
+    amounts the results hold: "the change charges what the agent read back"); with
+    `quoted`, only those a charge word ("cost", "refund", "difference", "total") leads
+    to in the same sentence, within 120 characters."""
     out: list[float] = []
     for m in _MONEY.finditer(text):
+        if quoted:
+            head = text[max(0, m.start() - 120):m.start()]
+            head = re.split(r"[.!?\n](?:\s|$)", head)[-1]
+            if not _CHARGE_CUE.search(head):
+                continue
         whole, cents = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
         out.append(float(whole.replace(",", "") + (cents or "")))
     return out
 
 
+def _message(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "text": text, "amounts": money_amounts(text),
+            "quoted": money_amounts(text, quoted=True)}
+
+
 def transcript(ctx: TurnContext) -> list[dict[str, Any]]:
     """The conversation up to this turn's user message, oldest first: `{role, text,
-    amounts}` (`amounts`: the money amounts the message states, as doubles)."""
+    amounts, quoted}` (`amounts`: the money amounts the message states, as doubles;
+    `quoted`: those it presents as a charge, refund, cost or difference)."""
     out: list[dict[str, Any]] = []
     for h in ctx.turn.history or ():
         if h.user:
-            out.append({"role": "user", "text": h.user, "amounts": money_amounts(h.user)})
+            out.append(_message("user", h.user))
         if h.agent:
-            out.append({"role": "agent", "text": h.agent, "amounts": money_amounts(h.agent)})
-    out.append({"role": "user", "text": ctx.turn.user, "amounts": money_amounts(ctx.turn.user)})
+            out.append(_message("agent", h.agent))
+    out.append(_message("user", ctx.turn.user))
     return out
 
 
