@@ -71,6 +71,8 @@ def test_tau_domains_write_split_matches_tau2_marks(tmp_path: Path, domain: str)
         assert dict(own.args) == {s: s for s in wf.slots}
         reads = {n for n, t in wf.tools.items() if not t.writes}
         assert reads == {n for n in names if n not in spec.workflows}
+        # the hand-off is marked as one: allowed only for what no write tool serves
+        assert {n for n, t in wf.tools.items() if t.handoff} == {"transfer_to_human_agents"}
 
 
 def test_airline_slots_types_required_and_order(tmp_path: Path) -> None:

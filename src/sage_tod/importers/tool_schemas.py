@@ -335,7 +335,10 @@ def _workflow_lines(c: ToolClass, read_tools: Sequence[ToolSchema]) -> list[str]
     args = ", ".join(f"{_scalar(a.name)}: {_scalar(a.name)}" for a in t.arguments)
     lines.append(f"      {_scalar(t.name)}: {{writes: true, confirms: true, args: {{{args}}}}}")
     for r in read_tools:
-        lines.append(f"      {_scalar(r.name)}: {{writes: false}}")
+        # a hand-off is allowed only for requests no write tool serves (most agents'
+        # policies: "transfer if and only if the request cannot be handled")
+        extra = ", handoff: true" if r.name.lower().startswith(HANDOFF_PREFIX) else ""
+        lines.append(f"      {_scalar(r.name)}: {{writes: false{extra}}}")
     return lines
 
 
