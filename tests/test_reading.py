@@ -71,7 +71,7 @@ def test_needles_are_necessary(text: str, value: str) -> None:
     """Where a text holds no needle of a value's forms, no token pass finds any form."""
     for slot in _SLOTS[:4]:
         query = match.ValueQuery(value, slot, fuzzy=True)
-        if query.similar or any(n in token_text(text) for n in query.plan.needles):
+        if query.similar or any(n in token_text(text) for n in query.plan.needles()):
             continue
         r = match.reading(text)
         for fz in (False, True):

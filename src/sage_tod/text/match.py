@@ -11,7 +11,6 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
 
 from rapidfuzz.distance import OSA, LCSseq
 
@@ -38,6 +37,12 @@ _JOINERS = frozenset({"or", "nor"})
 
 
 _DAY_ABBREVIATIONS = frozenset({"tues", "thur", "thurs", "weds", "thu", "fri", "tue"})
+# a day's key -> the abbreviations that name it (what a date value's screen looks for)
+_ABBREVIATIONS_OF: dict[str, tuple[str, ...]] = {}
+for _abbr in sorted(_DAY_ABBREVIATIONS):
+    _day = date_key(_abbr)
+    if _day is not None:
+        _ABBREVIATIONS_OF[_day] = (*_ABBREVIATIONS_OF.get(_day, ()), _abbr)
 
 
 @dataclass(frozen=True)
@@ -227,12 +232,28 @@ def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = Fals
     return ValueQuery(value, slot, fuzzy).find(text)
 
 
-class _Plan(NamedTuple):
-    """How the token forms of a value are looked for (`_plan`)."""
+class _Plan:
+    """How the token forms of a value are looked for (`_plan`). The screen's needles are
+    worked out the first time a text not yet tokenised is screened: a value looked up
+    only in tokenised texts (the extractor's, mostly) never needs them."""
 
-    forms: tuple[tuple[str, ...], ...]
-    typo_able: bool  # a fuzzy pass can add a typo in a long word (`_same_or_typo`)
-    needles: tuple[str, ...]  # a text holding none of these holds no form (`_needles`)
+    __slots__ = ("_needles", "forms", "graded", "typo_able")
+
+    def __init__(self, forms: tuple[tuple[str, ...], ...], typo_able: bool = False,
+                 graded: bool = False) -> None:
+        self.forms = forms
+        self.typo_able = typo_able  # a fuzzy pass can add a typo in a long word
+        self.graded = graded  # graded forms count ("cheaper" for cheap)
+        self._needles: tuple[str, ...] | None = None
+
+    def needles(self) -> tuple[str, ...]:
+        """A text holding none of these holds no form (`_needles`)."""
+        if self._needles is None:
+            self._needles = _needles(self.forms, typo_able=self.typo_able, graded=self.graded)
+        return self._needles
+
+
+_NO_FORMS = _Plan(())
 
 
 class ValueQuery:
@@ -244,8 +265,8 @@ class ValueQuery:
     returns.
     """
 
-    __slots__ = ("abbreviations", "date", "dontcare", "empty", "key", "number", "party",
-                 "plan", "similar", "stype", "time", "time_tokens")
+    __slots__ = ("abbreviations", "count_needles", "date", "dontcare", "empty", "key",
+                 "number", "party", "plan", "similar", "stype", "time")
 
     def __init__(self, value: str, slot: SlotLike | None, fuzzy: bool = False) -> None:
         stype = slot.type if slot is not None else "free"
@@ -255,34 +276,32 @@ class ValueQuery:
         self.time: str | None = None
         self.number: str | None = None
         self.date: str | None = None
-        self.time_tokens: tuple[str, ...] = ()
         self.abbreviations: tuple[str, ...] = ()
         self.party = False
         self.similar: tuple[str, ...] = ()  # the name `_similar_spans` compares windows with
         self.key = ""
-        self.plan = _Plan((), False, ())
+        self.count_needles: tuple[str, ...] = ()
+        self.plan = _NO_FORMS
         if not value or self.dontcare:
             return
         self.key = slot.normalize(value) if slot is not None else " ".join(basic_tokens(value))
         if stype == "time":
             self.time = normalize_time(value)
             if self.time is not None:
-                self.time_tokens = tuple(basic_tokens(value))
-                self.plan = _Plan((), False, _needles((self.time_tokens,), typo_able=False,
-                                                      graded=False))
+                # the value as written, for a text no time reader reads it in
+                self.plan = _Plan((tuple(basic_tokens(value)),))
                 return
         if stype == "number":
             self.number = read_number(value)
             if self.number is not None:
-                self.plan = _Plan((), False, _number_needles(self.number))
+                self.count_needles = _number_needles(self.number)
                 self.party = slot is not None and _PARTY_SLOT.search(
                     f"{slot.name} {slot.description}") is not None
                 return
         if stype == "date":
             self.date = date_key(value)
             if self.date is not None:  # the day abbreviations that name this day
-                self.abbreviations = tuple(a for a in sorted(_DAY_ABBREVIATIONS)
-                                           if date_key(a) == self.date)
+                self.abbreviations = _ABBREVIATIONS_OF.get(self.date, ())
         written = (tuple(slot.surface_forms(value)) if slot is not None and stype != "date"
                    else (value,))
         self.plan = _plan(written, free=stype == "free", categorical=stype == "categorical",
@@ -309,16 +328,16 @@ class ValueQuery:
             # the value as written where no time is read ("for 7 in the evening", where
             # "for 7" may count), but not "01:15" inside "01:15 pm"
             r = reading(text)
-            if not r.indexed and not any(n in r.folded for n in self.plan.needles):
+            if not r.indexed and not any(n in r.folded for n in self.plan.needles()):
                 return []
-            return [Found(a, b, t) for a, b in _iter_tokens(r, self.time_tokens)
+            return [Found(a, b, t) for a, b in _iter_tokens(r, self.plan.forms[0])
                     if not any(tm.start < b and a < tm.end for tm in mentions)]
         if self.number is not None:
             n = self.number
             # a token that reads as n holds n's digits or is a word for n (the needles)
             out = [Found(s, e, n) for tok, s, e in tokens_with_spans(text)
                    if number_token(tok) == n] if any(
-                w in token_text(text) for w in self.plan.needles) else []
+                w in token_text(text) for w in self.count_needles) else []
             # a number glued to its unit ("2GB", "5kg"), not a clock time or an ordinal
             out += [Found(m.start(1), m.end(1), n) for m in _GLUED_UNIT.finditer(text)
                     if m.group(2).lower() not in _NOT_UNITS and read_number(m.group(1)) == n]
@@ -342,7 +361,7 @@ class ValueQuery:
         # ruled out on its string, never tokenised; near-name windows have no such screen,
         # and a text already indexed costs lookups only
         if not self.similar and not r.indexed and not any(
-                n in r.folded for n in self.plan.needles):
+                n in r.folded for n in self.plan.needles()):
             return []
         forms = self.plan.forms
         for fz in ((False, True) if self.plan.typo_able else (False,)):
@@ -371,7 +390,7 @@ def _plan(written: tuple[str, ...], *, free: bool, categorical: bool, fuzzy: boo
     memoised, since the same value is looked up in every turn of a log."""
     forms = _match_forms(written, free)
     typo_able = fuzzy and any(len(w) >= 6 and w.isalpha() for f in forms for w in f)
-    return _Plan(forms, typo_able, _needles(forms, typo_able=typo_able, graded=categorical))
+    return _Plan(forms, typo_able, categorical)
 
 
 def _needles(forms: tuple[tuple[str, ...], ...], *, typo_able: bool, graded: bool
