@@ -11,7 +11,7 @@ a needle that misses a spelling fails.
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sage_tod.contracts.spec import SlotSpec
@@ -147,3 +147,19 @@ def test_the_screen_skips_tokenising() -> None:
     assert not r.indexed
     assert match.ValueQuery("centre", _SLOTS[1], fuzzy=True).find(text + " center") != []
     assert match.reading(text + " center").indexed
+
+
+_NAMES = st.lists(st.sampled_from(["the", "golden", "curry", "cafe", "uno", "caffe", "two",
+                                   "centre", "theatre", "guest", "house", "2", "cambridge",
+                                   "artworks"]), min_size=2, max_size=4)
+
+
+@settings(max_examples=600, deadline=None)
+@given(texts, _NAMES)
+@example("center theater two", ["centre", "theatre", "2"])  # rewritten words only
+def test_near_name_screen_is_necessary(text: str, name: list[str]) -> None:
+    """Where `_may_be_similar` rules a text out, no window passes `_similar_spans`
+    (the bound counts the tokens of rewritten words: "two" reads as 2, "center" as
+    centre, "guesthouse" as guest house)."""
+    if not match._may_be_similar(token_text(text), name):
+        assert match._similar_spans(text, name) == [], (text, name)

@@ -357,11 +357,12 @@ class ValueQuery:
             if dated:
                 return dated
         r = reading(text)
-        # the screen: a text holding no needle holds no form, typo or graded form, and is
-        # ruled out on its string, never tokenised; near-name windows have no such screen,
-        # and a text already indexed costs lookups only
-        if not self.similar and not r.indexed and not any(
-                n in r.folded for n in self.plan.needles()):
+        # the screen: a text holding no needle holds no form, typo or graded form, and no
+        # near-name window when its string is too far from the name (`_may_be_similar`):
+        # it is ruled out on its string, never tokenised. A text already indexed costs
+        # lookups only
+        if not r.indexed and not any(n in r.folded for n in self.plan.needles()) and (
+                not self.similar or not _may_be_similar(r.folded, self.similar)):
             return []
         forms = self.plan.forms
         for fz in ((False, True) if self.plan.typo_able else (False,)):
@@ -471,6 +472,31 @@ def _ampersand_forms(forms: list[list[str]]) -> list[list[str]]:
 
 
 _NAME_RATIO = 0.9  # "cafe uno" / "caffe uno" .94; "pizza hut city centre" / "... fen ditton" .6
+
+
+# every word the tokenizer rewrites, longest first; where one is written, its tokens are
+# put right after it (`_may_be_similar`)
+_SPECIAL_RE = re.compile("|".join(sorted(map(re.escape, SPECIAL_WORDS), key=len, reverse=True)))
+
+
+def _with_tokens(m: re.Match[str]) -> str:
+    return m.group() + "".join(SPECIAL_WORDS[m.group()])
+
+
+def _may_be_similar(folded: str, name: Sequence[str]) -> bool:
+    """False only when no window of the text can pass `_similar_spans` for `name`.
+
+    A window's tokens, spaces left out, are a subsequence of the text's `token_text` with
+    each word the tokenizer rewrites followed by its tokens (insertions keep every
+    subsequence, and such a word is a whole raw token: letters between non-letters). So
+    the window's LCS with the name is at most that string's LCS with the name without
+    spaces, plus the name's n - 1 spaces: B. A window of any length then scores at most
+    2B / (B + |name|) (2M / (|window| + |name|) with |window| >= M grows with M); below
+    the threshold, by a margin no rounding crosses, no window passes."""
+    want = " ".join(name)
+    spread = _SPECIAL_RE.sub(_with_tokens, folded)
+    bound = min(len(want), LCSseq.similarity(spread, want.replace(" ", "")) + len(name) - 1)
+    return 2.0 * bound / (bound + len(want)) >= _NAME_RATIO - 1e-9
 
 
 def _similar_spans(text: str, needle: Sequence[str]) -> list[tuple[int, int]]:
