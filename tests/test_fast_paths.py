@@ -80,7 +80,7 @@ def _lcs_similar(text: str, needle: list[str]) -> list[tuple[int, int]]:
 @settings(max_examples=400, deadline=None)
 @given(texts, values)
 def test_indexes_and_name_screen_equal_the_definitions(text: str, value: str) -> None:
-    toks, by_token = match._content_index(text)
+    toks, by_token = match.reading(text).index()
     assert toks == _plain_content_tokens(text)
     assert by_token == {t: [i for i, (u, _, _) in enumerate(toks) if u == t]
                         for t in {u for u, _, _ in toks}}

@@ -45,6 +45,16 @@ def fold(text: str) -> str:
 Token = tuple[str, int, int]
 
 
+def token_text(text: str) -> str:
+    """The string `tokens_with_spans` reads `text`'s tokens from: `fold(text)`, or
+    `text.lower()` where folding changed the length (offsets must stay the text's).
+
+    Every token's raw spelling is a substring of it (`spellings`), so a reader can rule
+    out a word a text cannot hold without tokenising the text (`text.match.Reading`)."""
+    folded = fold(text)
+    return folded if len(folded) == len(text) else text.lower()
+
+
 @lru_cache(maxsize=8192)
 def tokens_with_spans(text: str) -> tuple[Token, ...]:
     """Normalised tokens of `text` with their character offsets in `text`.
@@ -55,9 +65,7 @@ def tokens_with_spans(text: str) -> tuple[Token, ...]:
     many times (once per slot and surface form), and tokenise each once
     (re-tokenising a long one each time made a 100 kB utterance take minutes).
     """
-    folded = fold(text)
-    if len(folded) != len(text):  # exotic characters changed length: fall back to lower()
-        folded = text.lower()
+    folded = token_text(text)
     out: list[Token] = []
     for m in _TOKEN_RE.finditer(folded):
         raw = m.group()
@@ -100,6 +108,31 @@ def normalize_token(tok: str) -> str:
     if tok in NUMBER_WORDS and tok not in COUNT_NOUNS:
         return str(NUMBER_WORDS[tok])
     return tok
+
+
+def _special_spellings() -> dict[str, tuple[str, ...]]:
+    """token -> the raw words other than itself that the tokenizer turns into it
+    ("centre" <- "center", "2" <- "two", "guest" <- "guesthouse"): the only words
+    whose tokens differ from their spelling (`normalize_token`)."""
+    out: dict[str, list[str]] = {}
+    for raw in (*SPELLING_VARIANTS, *NUMBER_WORDS):
+        for piece in _pieces(raw):
+            if piece != raw:
+                out.setdefault(piece, []).append(raw)
+    return {tok: tuple(raws) for tok, raws in out.items()}
+
+
+_SPECIAL = _special_spellings()
+SPECIAL_WORDS: Mapping[str, tuple[str, ...]] = {
+    raw: _pieces(raw) for raws in _SPECIAL.values() for raw in raws}
+
+
+def spellings(tok: str) -> tuple[str, ...]:
+    """The raw spellings one of which `token_text(t)` contains wherever `tok` is one of
+    the tokens of t: `tok` itself, or a word the tokenizer rewrites into it. Any other
+    raw token is its own single token, and every raw token is a substring of
+    `token_text` (the token pattern matches inside it)."""
+    return (tok, *_SPECIAL.get(tok, ()))
 
 
 def basic_tokens(text: str) -> list[str]:

@@ -345,6 +345,11 @@ def _word_before(folded: str, start: int) -> list[str]:
     return folded[max(0, start - _AROUND):start].split()[-1:] if start else []
 
 
+# Every pattern above that yields a time holds a digit, "noon"/"midday"/"midnight" or an
+# hour word: a text with none of them states no time (most utterances of a history)
+_MAYBE_TIME = re.compile(r"\d|noon|midday|midnight|" + _HOUR_ALT)
+
+
 @memo_list(maxsize=4096)
 def find_times(text: str) -> list[TimeMention]:
     """The times `text` states, earliest first, each with every HH:MM it may mean.
@@ -357,6 +362,8 @@ def find_times(text: str) -> list[TimeMention]:
     folded = fold(text)
     if len(folded) != len(text):
         folded = text.lower()
+    if _MAYBE_TIME.search(folded) is None:
+        return []  # no digit, hour word or noon: none of the readers below can match
     spaced = _spaced_times(folded)
     found = [t for t in _digit_times(folded) + _word_times(folded)
              if not any(a < t[1] and t[0] < b for a, b, _ in spaced)] + spaced

@@ -18,11 +18,11 @@ dropoff, ... through `cues.CONCEPTS`), so SGD and user specs get them too.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from sage_tod.compiler.cues import CONCEPTS, SlotCues, domain_words, slot_cues
-from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.spec import Derived, Workflow
 
 # directional prepositions -> the concept whose slots they point at
 _PREPOSITIONS = {"from": "departure", "to": "destination", "towards": "destination"}
@@ -43,15 +43,45 @@ class Role:
     word: str
 
 
-def _concept_slots(cues: SlotCues, concept: str) -> frozenset[str]:
-    return frozenset(cues.slots_for(sorted(CONCEPTS[concept])))
+@dataclass(frozen=True)
+class _Tables:
+    """What the role rules read of a workflow whatever the mention: built once per
+    workflow and kept with it (`Derived`), not again for every mention of every value."""
+
+    concepts: Mapping[str, frozenset[str]]  # concept -> the slots its cue words point at
+    trip: frozenset[str]  # the departure and destination slots
+    words: frozenset[str]  # `workflow_words`
+    role: Mapping[str, tuple[str, ...]]  # slot -> `_slot_role` of its name
+    _keys: dict[str, frozenset[str]]  # slot -> its values' comparison keys, when asked
+
+    def keys(self, wf: Workflow, slot: str) -> frozenset[str]:
+        """The comparison keys of `slot`'s values (built the first time they are read)."""
+        got = self._keys.get(slot)
+        if got is None:
+            sp = wf.slots[slot]
+            got = self._keys[slot] = frozenset(sp.normalize(v) for v in sp.values)
+        return got
+
+
+def _build_tables(wf: Workflow) -> _Tables:
+    cues = slot_cues(wf)
+    concepts = {c: frozenset(cues.slots_for(sorted(members))) for c, members in CONCEPTS.items()}
+    domain = domain_words(wf)
+    return _Tables(
+        concepts=concepts, trip=concepts["departure"] | concepts["destination"],
+        words=frozenset(_stem_word(w) for w in _TOKEN.findall(wf.id.lower()) + sorted(domain)
+                        if len(w) > 2),
+        role={n: _slot_role(n, domain) for n in wf.slots}, _keys={})
+
+
+_TABLES: Derived[Workflow, _Tables] = Derived("roles.tables", _build_tables)
 
 
 def _points(cues: SlotCues, wf: Workflow, word: str, *, place: bool = False) -> frozenset[str]:
     if word in _PREPOSITIONS:
-        return _concept_slots(cues, _PREPOSITIONS[word])
+        return _TABLES.of(wf).concepts[_PREPOSITIONS[word]]
     if place and word in _STARTS:
-        return _concept_slots(cues, "departure")
+        return _TABLES.of(wf).concepts["departure"]
     return frozenset(s for s in cues.slots_for([word]) if s in wf.slots)
 
 
@@ -123,8 +153,7 @@ def _stem_word(w: str) -> str:
 def workflow_words(wf: Workflow) -> frozenset[str]:
     """Words that name a workflow: its id's words and the words in most of its slot names
     ("hotel"; SGD's "Restaurants_1" gives "restaurant")."""
-    return frozenset(_stem_word(w) for w in _TOKEN.findall(wf.id.lower()) + sorted(
-        domain_words(wf)) if len(w) > 2)
+    return _TABLES.of(wf).words
 
 
 def _slot_role(name: str, domain: frozenset[str]) -> tuple[str, ...]:
@@ -150,27 +179,25 @@ def other_domain(text: str, start: int, end: int, slot: str, wf: Workflow,
     spec = wf.slots.get(slot)
     if spec is None or spec.type in ("date", "time"):
         return None
-    cues = slot_cues(wf)
-    trip = _concept_slots(cues, "departure") | _concept_slots(cues, "destination")
-    if slot in trip:
+    tables = _TABLES.of(wf)
+    if slot in tables.trip:
         return None
     a = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
     m = _SENTENCE_END.search(text, end)
     sentence = {_stem_word(w) for w in _TOKEN.findall(text[a:m.start() if m else len(text)]
                                                      .lower())}
-    own = domain_words(wf)
-    if not own or sentence & workflow_words(wf):
+    if not domain_words(wf) or sentence & tables.words:
         return None
-    role = _slot_role(slot, own)
+    role = tables.role[slot]
     for other in workflows:
-        theirs = domain_words(other)
-        if other.id == wf.id or not theirs or not sentence & workflow_words(other):
+        theirs = _TABLES.of(other)
+        if other.id == wf.id or not domain_words(other) or not sentence & theirs.words:
             continue
         rivals = frozenset(n for n, sp in other.slots.items() if sp.type == spec.type and (
-            _slot_role(n, theirs) == role) and (
-            not sp.values or sp.normalize(value) in {sp.normalize(v) for v in sp.values}))
+            theirs.role[n] == role) and (
+            not sp.values or sp.normalize(value) in theirs.keys(other, n)))
         if rivals:
-            return Role(rivals, sorted(sentence & workflow_words(other))[0])
+            return Role(rivals, sorted(sentence & theirs.words)[0])
     return None
 
 

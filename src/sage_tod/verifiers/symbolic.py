@@ -30,7 +30,7 @@ from sage_tod.contracts.criteria import (
 )
 from sage_tod.contracts.spec import Workflow
 from sage_tod.text.booleans import is_dontcare
-from sage_tod.text.match import find_dontcare, find_values, is_negated
+from sage_tod.text.match import ValueQuery, find_dontcare, is_negated
 from sage_tod.text.normalize import basic_tokens, fold
 from sage_tod.text.numbers import read_number
 from sage_tod.text.times import find_times, has_unread_clock, normalize_time
@@ -128,12 +128,52 @@ def decide_promise(agent: str) -> Decision | None:
 
 def _history_sources(ctx: TurnContext) -> list[tuple[str, int | None, str]]:
     """h_<t ∪ {u_t}: the current user turn first, then history newest first."""
-    out: list[tuple[str, int | None, str]] = [("user", None, ctx.turn.user)]
-    hist = ctx.turn.history or ()
-    for i in range(len(hist) - 1, -1, -1):
-        out.append(("history.user", i, hist[i].user))
-        out.append(("history.agent", i, hist[i].agent))
-    return out
+    return _turn_texts(ctx).sources
+
+
+class _TurnTexts:
+    """What S1 reads of one turn's h_<t ∪ {u_t} whatever the value: the sources in
+    order, which agent offers the user turned down, whether u_t carries another
+    workflow's value over. Worked out once per turn, not once per value checked
+    (`_turn_texts`); the utterances themselves are read once per text
+    (`text.match.reading`, shared with the extractor and with later turns)."""
+
+    __slots__ = ("_declined", "ctx", "same_again", "sources")
+
+    def __init__(self, ctx: TurnContext) -> None:
+        self.ctx = ctx
+        out: list[tuple[str, int | None, str]] = [("user", None, ctx.turn.user)]
+        hist = ctx.turn.history or ()
+        for i in range(len(hist) - 1, -1, -1):
+            out.append(("history.user", i, hist[i].user))
+            out.append(("history.agent", i, hist[i].agent))
+        self.sources = out
+        # "the same group", "near the restaurant": u_t carries another workflow's value over
+        self.same_again = _SAME.search(fold(ctx.turn.user)) is not None
+        self._declined: dict[int, bool] = {}
+
+    def declined(self, index: int) -> bool:
+        """Did the user turn down the offer of history[index].agent (`_declines`)?"""
+        got = self._declined.get(index)
+        if got is None:
+            hist = self.ctx.turn.history or ()
+            reply = hist[index + 1].user if index + 1 < len(hist) else self.ctx.turn.user
+            got = self._declined[index] = _declines(hist[index].agent, reply)
+        return got
+
+
+# The turn read last: a batch hands S1 a turn's criteria one after another, so one entry
+# serves every value of the turn. It holds its context, so `is` cannot match a reused
+# id; it is read once per call, so another thread replacing it returns no wrong turn.
+_LAST_TURN: list[_TurnTexts | None] = [None]
+
+
+def _turn_texts(ctx: TurnContext) -> _TurnTexts:
+    last = _LAST_TURN[0]
+    if last is not None and last.ctx is ctx:
+        return last
+    got = _LAST_TURN[0] = _TurnTexts(ctx)
+    return got
 
 
 def _dontcare_support(ctx: TurnContext, slot: str) -> Span | None:
@@ -189,17 +229,15 @@ def slot_support(ctx: TurnContext, slot: str, value: str) -> Support:
         return Support(_dontcare_support(ctx, slot))
     spec = ctx.spec.slot(slot, ctx.workflow)
     wf = _slot_workflow(ctx, slot)
-    hist = ctx.turn.history or ()
     boolean = value.strip().lower() in ("yes", "no", "true", "false")
-    # "the same group", "near the restaurant": u_t carries another workflow's value over
-    same_again = _SAME.search(fold(ctx.turn.user)) is not None
+    turn = _turn_texts(ctx)
+    same_again = turn.same_again
+    query = ValueQuery(value, spec, fuzzy=True)  # prepared once for every utterance
     misplaced: list[tuple[Span, Role]] = []
-    for source, index, text in _history_sources(ctx):
-        if source == "history.agent" and index is not None:
-            reply = hist[index + 1].user if index + 1 < len(hist) else ctx.turn.user
-            if _declines(text, reply):
-                continue  # an offer the user turned down supports nothing
-        for hit in find_values(text, value, spec, fuzzy=True):
+    for source, index, text in turn.sources:
+        if source == "history.agent" and index is not None and turn.declined(index):
+            continue  # an offer the user turned down supports nothing
+        for hit in query.find(text):
             span = Span(source=source, index=index, start=hit.start, end=hit.end,
                         text=text[hit.start:hit.end])
             role = other_role(text, hit.start, hit.end, slot, wf)
