@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from sage_tod.compiler.compile import compile_turn
 from sage_tod.compiler.context import make_context
+from sage_tod.compiler.extract import extract_user_values
+from sage_tod.compiler.offers import find_acceptance, offered_names
 from sage_tod.contracts.criteria import EXACT, FailureClass, IUVArgs
 from sage_tod.contracts.spec import SpecBundle, Workflow, parse_spec
 from sage_tod.contracts.turns import Turn, parse_turn
@@ -62,3 +64,101 @@ def test_a_value_inside_another_slots_value_still_counts_as_recorded() -> None:
                  "college , right ?", "Yes , Magdalene College is on Magdalene Street and is "
                  "in the West side of town .", {"attraction-name": "magdalene college"})
     assert not _iuv(turn)
+
+
+# -- 2. the entity an agent's sentence opens with is offered -----------------------------------
+
+def test_a_lower_case_entity_that_opens_the_sentence_is_offered() -> None:
+    # PMUL3239 turn 6 (AuGPT, DAMD, DOTS, SOLOIST)
+    agent = ("the fez club is at 8 market passage and entrance feis   5 pounds . can we book "
+             "this one ?")
+    assert offered_names(agent, _wf("attraction")) == ["fez club"]
+    acc = find_acceptance(_turn("attraction", "Yes , please book it for me .", agent,
+                                {"attraction-type": "nightclub"}), _wf("attraction"))
+    assert acc is not None and (acc.value, acc.confidence >= EXACT) == ("fez club", True)
+
+
+def test_subjects_in_either_case_with_any_predicate_verb() -> None:
+    # SNG0590 turn 1 (DAMD, MinTL, SOLOIST); MUL1071 turn 4 (DOTS, MinTL); PMUL4756
+    # turn 4; PMUL4316 turn 5 (after a sentence about the travel time)
+    cases = [
+        ("restaurant", "chiquito restaurant bar is an expensive restaurant in the south . "
+         "Would you like me to book it ?", ["chiquito restaurant bar"]),
+        ("hotel", "Yes the autumn house does have free wifi .   Would like me to book a room "
+         "for you ?", ["autumn house"]),
+        ("restaurant", "Fitzbillies Restaurant meets your criteria .", ["Fitzbillies Restaurant"]),
+        ("attraction", "The travel time for that would be 50 minutes . Cambridge Artworks would "
+         "be a great museum to visit and it 's free . Does that interest you ?",
+         ["Cambridge Artworks"]),
+    ]
+    for wf, agent, names in cases:
+        assert offered_names(agent, _wf(wf)) == names, agent
+
+
+def test_pronouns_and_attributes_open_no_entity() -> None:
+    # sentences of the same slice whose subject is no entity
+    for agent in ["The travel time for that train is   49 minutes",
+                  "Their phone number is 01223355397 .",
+                  "It is in the centre of town .",
+                  "The entrance fee is free , the postcode is cb58bs ."]:
+        assert offered_names(agent, _wf("attraction")) == [], agent
+
+
+def test_a_verb_after_recommend_is_not_the_name() -> None:
+    # PMUL4894 turn 5 (DAMD, DOTS, MinTL, SOLOIST): "That sounds great ! What is the
+    # postcode ?" takes it
+    agent = ("I recommend going to the Cambridge Book and Print Gallery , in the west . The "
+             "address is 49 Newnham Road , and there is no entrance fee .")
+    assert offered_names(agent, _wf("attraction")) == ["Cambridge Book and Print Gallery"]
+    acc = find_acceptance(_turn("attraction", "That sounds great ! What is the postcode ?",
+                                agent, {"attraction-type": "museum"}), _wf("attraction"))
+    assert acc is not None and acc.value == "Cambridge Book and Print Gallery"
+
+
+def test_a_capitalised_name_may_open_with_a_quantifier() -> None:
+    # PMUL4131 turn 6: "All Saints Church" is one name; "all of them" is none
+    assert offered_names("I 'd recommend All Saints Church . The entrance fee is free .",
+                         _wf("attraction")) == ["All Saints Church"]
+    assert offered_names("I recommend all of them .", _wf("attraction")) == []
+
+
+def test_a_dash_ends_an_offered_name() -> None:
+    # PMUL4964 turn 6 (DAMD, DOTS, MinTL)
+    agent = ("Actually , I really like the la margherita - it 's cheap but tasty . Would you "
+             "like me to book it ?")
+    assert offered_names(agent, _wf("restaurant")) == ["la margherita"]
+
+
+def test_what_the_agent_booked_is_offered() -> None:
+    # SNG0775 turn 3 names the hotel only as what was booked
+    assert offered_names("Ok . I have booked the lensfield hotel for you . The reference "
+                         "number is 11XDM9CC .", _wf("hotel")) == ["lensfield hotel"]
+
+
+# -- 3. a booking request takes the one entity the agent offered to book ------------------------
+
+def test_a_booking_request_without_yes_takes_the_offer() -> None:
+    # PMUL2859 turn 7 (DOTS)
+    agent = ("I found finches bed and breakfast matching your request .   Would you like to "
+             "book a room now ?")
+    acc = find_acceptance(_turn("hotel", "Can you please book for Saturday , 2 people , 5 "
+                                "nights please ?", agent, {"hotel-area": "west"}), _wf("hotel"))
+    assert acc is not None and (acc.value, acc.confidence >= EXACT) == (
+        "finches bed and breakfast", True)
+
+
+def test_a_name_the_user_types_wins_over_the_offer() -> None:
+    # the offer is taken only for a slot no other reader fills
+    agent = "How about the Oak Bistro ? Would you like me to book it ?"
+    found = extract_user_values(_turn("restaurant", "Please book a table at Royal Spice for 2 .",
+                                      agent), _wf("restaurant"), _spec())
+    assert [e.value for e in found if e.candidates == ("restaurant-name",)] == ["Royal Spice"]
+
+
+def test_a_question_about_the_offered_name_takes_nothing() -> None:
+    # SNG1090 turn 1 (DAMD, MinTL, SOLOIST): asked about, not taken (the labels are clean)
+    agent = ("There are 5 nightclubs in the centre . Ballare is one of them . Would that work "
+             "for you ?")
+    turn = _turn("attraction", "Is there an entrance fee for Ballare ?", agent,
+                 {"attraction-area": "centre", "attraction-type": "nightclub"})
+    assert find_acceptance(turn, _wf("attraction")) is None
