@@ -162,3 +162,93 @@ def test_a_question_about_the_offered_name_takes_nothing() -> None:
     turn = _turn("attraction", "Is there an entrance fee for Ballare ?", agent,
                  {"attraction-area": "centre", "attraction-type": "nightclub"})
     assert find_acceptance(turn, _wf("attraction")) is None
+
+
+# -- 4. names: an opener that alone is no name, and names picked from the agent's list ----------
+
+def _names(turn: Turn) -> list[tuple[str, bool]]:
+    found = extract_user_values(turn, _wf(turn.workflow), _spec())
+    return [(e.value, e.exact) for e in found if e.source == "typed_name"]
+
+
+def test_a_titled_name_may_open_with_cambridge() -> None:
+    # MUL1071 turn 2 (DAMD, LABES, MinTL, SOLOIST): "Cambridge" alone is the town
+    turn = _turn("attraction", "Could you give me the address for the Cambridge Punter , please "
+                 "? I also need a place to stay , preferably somewhere cheap .",
+                 "There are two in the centre of town . Scudamores Punting Co , and the "
+                 "Cambridge Punter . Would either of those interest you ?",
+                 {"attraction-area": "centre", "attraction-type": "boat"})
+    assert _names(turn) == [("Cambridge Punter", True)]
+
+
+def test_a_naming_cue_takes_a_lower_case_name_that_opens_with_all() -> None:
+    # MUL1935 turn 5 (DAMD)
+    turn = _turn("attraction", "Yes for Saturday . I also want to know the nearby attraction "
+                 "called all saints church , address and area please")
+    assert [v for v, _ in _names(turn)] == ["all saints church"]
+
+
+def test_a_search_question_takes_a_titled_name_that_opens_with_all() -> None:
+    # MUL1981 turn 3 (DAMD, DOTS)
+    turn = _turn("attraction", "Is there an   All Saint 's Church ? I would like to visit it "
+                 "as well .")
+    assert [v for v, _ in _names(turn)] == ["All Saint 's Church"]
+
+
+def test_a_lower_case_name_from_the_agents_list_is_picked() -> None:
+    # PMUL2917 turn 7 (DAMD, MinTL): lower-cased text has no capital to show a name; the
+    # agent's list does
+    turn = _turn("attraction", "give me information on cherry hinton hall and grounds",
+                 "I found 2 entertainment places . Cherry Hinton Hall and Grounds and Funky "
+                 "Fun House both located in the east . Do you have a preference ?",
+                 {"attraction-area": "east", "attraction-type": "entertainment"})
+    assert [(v.lower(), exact) for v, exact in _names(turn)] == [("cherry hinton hall", True)]
+
+
+def test_a_request_put_as_a_question_picks_from_the_list() -> None:
+    # PMUL4894 turn 2 (DAMD, MinTL)
+    turn = _turn("restaurant", "Yeah , could you get me a table for 4 on Friday at 13:30 at the "
+                 "Travellers Rest ?", "You have two choices : the Graffiti or the Travellers "
+                 "Rest . Shall I book a table at one of them for you ?",
+                 {"restaurant-area": "west", "restaurant-food": "british"})
+    assert _names(turn) == [("Travellers Rest", True)]
+
+
+def test_a_question_about_a_listed_name_picks_nothing() -> None:
+    # MUL0113 turn 3 asks about the hotel offered (the labels of most systems call the
+    # corpus's name there a failure, but a question does not choose)
+    turn = _turn("hotel", "Not yet . Is the Gonville Hotel in the same price range as the "
+                 "Curry Garden ?", "I have found the Gonville Hotel .   It is a 3 star hotel . "
+                 "  Would you like me to book it for you ?", {"hotel-stars": "3"})
+    assert _names(turn) == []
+
+
+def test_a_verb_after_i_have_is_no_name_to_pick() -> None:
+    # PMUL2436 turn 7 (DAMD's "i hope i have been of help to you"): clean for every system
+    turn = _turn("restaurant", "You have been great , thank you .",
+                 "i hope i have been of help to you")
+    assert _names(turn) == []
+
+
+def test_a_list_of_another_workflows_entities_is_not_picked() -> None:
+    # SGD 24_00098 turn 2, a restaurant turn (SGD, CC BY-SA 4.0): the user picks a movie
+    spec = parse_spec({"workflows": [
+        {"id": "Restaurants_2.ReserveRestaurant", "slots": [
+            {"name": "restaurant_name", "description": "Name of the restaurant",
+             "type": "free"},
+            {"name": "location", "description": "City where the restaurant is located",
+             "type": "free"}]},
+        {"id": "Movies_1.FindMovies", "slots": [
+            {"name": "title", "description": "Title of the movie", "type": "free"}]}]})
+    turn = parse_turn({"dialogue_id": "d", "turn_id": 2,
+                       "workflow": "Restaurants_2.ReserveRestaurant",
+                       "user": "I'd like to see Brittany Runs a Marathon. And I also need to "
+                       "make a restaurant reservation in the same neighborhood.", "agent": "",
+                       "state_before": {}, "state_after": {"location": "Palo Alto"},
+                       "history": [{"user": "", "agent": "I have 4 movies to recommend. Would "
+                                    "you be interested in Blinded by the Light, Brittany Runs "
+                                    "a Marathon, or Stage Door?"}]}, spec).turn
+    wf = spec.workflow("Restaurants_2.ReserveRestaurant")
+    assert wf is not None
+    found = extract_user_values(turn, wf, spec)
+    assert [e.value for e in found if e.candidates == ("restaurant_name",)] == []

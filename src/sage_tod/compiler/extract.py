@@ -345,7 +345,7 @@ def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = f
             narrowed=list(d.slots), floor=EXACT if d.confidence >= EXACT else None)
 
     # 7b. entity names after a naming cue or a request ("called X", "a table at X")
-    for tn in find_typed_names(turn, wf):
+    for tn in find_typed_names(turn, wf, other_words):
         add(tn.value, [tn.slot], tn.start, tn.end, "typed_name", confidence=tn.confidence,
             narrowed=[tn.slot], floor=EXACT if tn.confidence >= EXACT else None)
 
