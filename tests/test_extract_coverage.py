@@ -252,3 +252,66 @@ def test_a_list_of_another_workflows_entities_is_not_picked() -> None:
     assert wf is not None
     found = extract_user_values(turn, wf, spec)
     assert [e.value for e in found if e.candidates == ("restaurant_name",)] == []
+
+
+# -- 5. a booking the agent reports, a type chosen against an offered one, typed heads ---------
+
+def test_an_assent_to_a_reported_booking_takes_the_booked_entity() -> None:
+    # SNG0792 turn 3 (DAMD, DOTS): the agent booked the Autumn House without asking
+    agent = "Sure the Autumn House is a personal favorite . Your booking was successful ."
+    turn = _turn("hotel", "Great . What was the reference number for the booking ?", agent,
+                 {"hotel-pricerange": "cheap", "hotel-type": "hotel"})
+    acc = find_acceptance(turn, _wf("hotel"))
+    assert acc is not None and (acc.value, acc.confidence >= EXACT) == ("Autumn House", True)
+
+
+def test_what_the_agent_booked_you_with_is_offered() -> None:
+    # PMUL2433 turn 5 (DOTS); "The table will be reserved" names no entity (SNG0459 turn 3)
+    agent = ("Okay , I booked you with yu garden . The table will be reserved for 15 minutes "
+             ". Reference number is : 9PMB11JL .")
+    assert offered_names(agent, _wf("restaurant")) == ["yu garden"]
+    assert offered_names("That was succesful . Your booking was successful . The table will "
+                         "be reserved for 15 minutes .", _wf("restaurant")) == []
+
+
+def _types(turn: Turn) -> list[tuple[str, bool]]:
+    found = extract_user_values(turn, _wf(turn.workflow), _spec())
+    return [(e.value, e.exact) for e in found if e.candidates == ("hotel-type",)]
+
+
+def test_the_workflows_own_word_is_a_choice_against_an_offered_type() -> None:
+    # PMUL2859 turn 4 (AuGPT, MinTL, SOLOIST): the agent offered a guest house
+    turn = _turn("hotel", "I really need a hotel in the west please .", "I found a guest house "
+                 "listing for Rosa 's Bed and Breakfast in the south . Would you like more "
+                 "information ?", {"hotel-type": "guesthouse"})
+    assert [v for v, _ in _types(turn)] == ["hotel"]
+
+
+def test_the_entity_at_hand_or_a_question_is_no_type_choice() -> None:
+    # PMUL4076 turn 1 and MUL1008 turn 2: clean turns of the synthetic and natural slices
+    at_hand = _turn("hotel", "I would like to this book hotel for 2 people and for 5 nights on "
+                    "Friday , please .", "Kirkwood House is a guesthouse located in the north "
+                    "at 172 chesterton road .", {"hotel-name": "kirkwood house"})
+    asked = _turn("hotel", "I 'm looking for a hotel that has a star rating of 2 as well , do "
+                  "any of those 14 hotels have a 2 star rating ?", "There are 14 hotels and "
+                  "guesthouses in the moderate price range .", {"hotel-pricerange": "moderate"})
+    assert _types(at_hand) == [] and _types(asked) == []
+
+
+def test_a_lower_case_name_with_a_type_head_after_a_request() -> None:
+    # SNG0803 turn 0 (AuGPT, DOTS): a request put as a question; no capital, but "the X
+    # guest house" ends with a type word and X is no value
+    turn = _turn("hotel", "Do you have information on the alpha - milton guest house ?")
+    assert _names(turn) == [("alpha - milton guest house", False)]
+    assert _iuv(turn)[0].value == "alpha - milton guest house"
+    assert _names(_turn("hotel", "Do you have information on the cheap guest house ?")) == []
+
+
+def test_a_yes_no_value_is_recorded_by_its_own_slot_only() -> None:
+    # MUL1189 turn 6 (LABES): s_t holds parking=yes and internet=no
+    state = {"hotel-bookday": "wednesday", "hotel-bookstay": "4", "hotel-internet": "no",
+             "hotel-parking": "yes", "hotel-pricerange": "moderate", "hotel-stars": "4"}
+    turn = _turn("hotel", "No , but I do need free wifi .   Could you book a room for Wednesday "
+                 "?   I will need it for 4 nights .   I will be alone .", "I have moderate "
+                 "hotels across Cambridge do you have an area in mind ?", state)
+    assert ("hotel-internet", "yes") in [(a.slot, a.value) for a in _iuv(turn)]

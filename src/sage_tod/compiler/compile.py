@@ -32,7 +32,7 @@ from sage_tod.contracts.criteria import (
     UVArgs,
     WNFArgs,
 )
-from sage_tod.text.booleans import is_dontcare
+from sage_tod.text.booleans import is_dontcare, normalize_boolean
 from sage_tod.text.match import find_value
 
 
@@ -95,10 +95,17 @@ def _may_hold(ctx: TurnContext, candidates: Sequence[str], value: str) -> list[s
     wrote it (the waiver may have been read for the wrong slot: "I don't care if it has
     subtitles" recorded as the caption language); one held from before is another
     waiver: "I don't care about the star rating as long as it's expensive" is not
-    recorded by the parking the user waived a turn earlier (MultiWOZ MUL0014 turn 1)."""
+    recorded by the parking the user waived a turn earlier (MultiWOZ MUL0014 turn 1).
+    A yes/no value is recorded by its own slot only."""
     if is_dontcare(value):
         written = [ch.slot for ch in ctx.diff if ch.new is not None and is_dontcare(ch.new)]
         return [*candidates, *written]
+    specs = [sp for c in candidates if (sp := ctx.workflow.slots.get(c)) is not None]
+    if specs and all(sp.values and all(normalize_boolean(v) is not None for v in sp.values)
+                     for sp in specs):
+        # every yes/no slot may hold "yes": the parking's says nothing of the wifi ("No,
+        # but I do need free wifi." with parking=yes and internet=no, MUL1189 turn 6)
+        return list(candidates)
     return [*candidates, *ctx.workflow.slots]
 
 

@@ -139,10 +139,15 @@ def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = fro
         for m in cue.finditer(text):
             if len(out) >= _MAX_NAMES:
                 break
-            if not naming and not mixed:
-                continue  # lower-cased text: "looking for a cheap place" is no name
             # after a naming cue the name runs to the clause's end whatever its case
-            span = _span_after(text, m.end(), capitalised=mixed and not naming)
+            span = (_span_after(text, m.end(), capitalised=mixed and not naming)
+                    if naming or mixed else None)
+            headed = False
+            if span is None and not naming:
+                # lower case after a request: a name only as "the X <type>" ("information
+                # on the alpha - milton guest house"); "looking for a cheap place" is none
+                span = _headed(text, m, wf, others)
+                headed = span is not None
             if span is None:
                 continue
             value = text[span[0]:span[1]]
@@ -163,7 +168,7 @@ def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = fro
             # a capitalised name after a naming cue is sure; after a request it is likely;
             # a lower-case span after a naming cue is a guess
             capital = value[:1].isupper()
-            conf = 0.9 if naming and capital else 0.8 if capital or naming else 0.6
+            conf = 0.9 if (naming and capital) or headed else 0.8 if capital or naming else 0.6
             if _offered(turn, value):
                 conf = 0.9  # "Let's go with the Copper Kettle" from the agent's list
             out.append(TypedName(slot, value, span[0], span[1], conf))
@@ -230,6 +235,35 @@ def _said_back(turn: Turn, wf: Workflow, others: set[str],
             continue  # "not the Cambridge Punter"
         hits.append((turn.user[hit.start:hit.end], hit.start, hit.end))
     return hits[0] if len(hits) == 1 else None
+
+
+def _heads(wf: Workflow) -> frozenset[str]:
+    """What ends an entity's name in this workflow: each value of a slot about the
+    entity's type, in every surface form ("guest house", "college"), and the workflow's
+    own words ("restaurant")."""
+    out = set(domain_words(wf))
+    for spec in wf.slots.values():
+        if spec.values and "type" in f"{spec.name} {spec.description}".lower():
+            out |= {basic(f) for v in spec.values for f in spec.surface_forms(v) if basic(f)}
+    return frozenset(out)
+
+
+def _headed(text: str, cue: re.Match[str], wf: Workflow, others: set[str]
+            ) -> tuple[int, int] | None:
+    """A lower-case "the X <type>" after a request cue, whose X is no value."""
+    if not cue.group(0).lower().rstrip().endswith("the"):
+        return None
+    span = _span_after(text, cue.end(), capitalised=False)
+    if span is None:
+        return None
+    key = basic(text[span[0]:span[1]])
+    head = max((h for h in _heads(wf) if key.endswith(" " + h)), key=len, default=None)
+    if head is None:
+        return None
+    rest = key[:-len(head)].split()
+    if all(w in others or w in _NOT_A_NAME for w in rest):
+        return None  # "the cheap guest house": values and the type, no name
+    return span
 
 
 def _titled(value: str) -> bool:

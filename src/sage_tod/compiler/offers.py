@@ -45,7 +45,7 @@ _OFFERING = re.compile(
     r"|i have|we have|we only have|there is|there's|i found|found|book you (?:a table |a room )?at"
     r"|check out|would love|will love|would enjoy|might like|might enjoy|really like"
     # "I have booked the lensfield hotel for you": what the agent booked
-    r"|(?:booked|reserved)(?: you)?(?: a table| a room| rooms)?(?: for you)?(?: at| in)?)"
+    r"|(?:booked|reserved)(?: you)?(?: a table| a room| rooms)?(?: for you)?(?: at| in| with)?)"
     # "I recommend going to the X", "I suggest visiting X": the verb is not the name
     r"\s+(?:(?:going to|visiting|trying|checking out|staying at|eating at)\s+)?(?:the\s+)?",
     re.IGNORECASE)
@@ -68,7 +68,8 @@ _NOT_A_SUBJECT = frozenset({"it", "its", "they", "their", "there", "this", "that
                             "reservation", "train", "taxi", "car", "area", "location", "rating",
                             "stars", "star", "wifi", "internet", "parking", "total", "fare",
                             "here", "today", "tomorrow", "unfortunately", "sorry", "also",
-                            "now", "next", "first", "last", "only", "another", "other"})
+                            "now", "next", "first", "last", "only", "another", "other",
+                            "table", "room", "rooms", "seat", "seats", "cab", "stay"})
 # the agent's turn proposes something the user can take (not "anything else?")
 _OFFER_QUESTION = re.compile(
     r"\b(?:would you like|shall i|should i|can i book|may i book|do you want|want me to"
@@ -87,6 +88,10 @@ _JUDGES = re.compile(r"^\s*(?:(?:okay|ok|yes|great|oh)\s*,?\s*)?(?:that|this|it|
                      r"sounds|would be|will be|seems)\s+(?:really\s+|very\s+|just\s+)?"
                      r"(?:great|good|perfect|fine|lovely|wonderful|nice|excellent|fantastic"
                      r"|amazing|interesting|fun)\b", re.IGNORECASE)
+# the agent reports a booking it made
+_BOOKED = re.compile(r"\b(?:booking was successful|booking is complete|successfully booked"
+                     r"|i have booked|i've booked|i booked|you are booked|you're booked"
+                     r"|i have reserved|i've reserved|reservation is confirmed)\b", re.IGNORECASE)
 _BOOKING_WORDS = re.compile(r"\b(?:book|reserve|reservation|booking|table for|room for)\b",
                             re.IGNORECASE)
 # a capitalised span that names a street, a code or a sum, not an entity
@@ -232,8 +237,9 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
     if not history or slot is None:
         return None
     agent = history[-1].agent
-    if not _OFFER_QUESTION.search(agent):
-        return None  # nothing proposed ("Booking was successful. Anything else?")
+    reported = _BOOKED.search(agent) is not None
+    if not _OFFER_QUESTION.search(agent) and not reported:
+        return None  # nothing proposed ("Is there anything else?")
     names = offered_names(agent, wf)
     if len(names) != 1:
         return None  # nothing offered, or several: which one is taken is not said
@@ -241,6 +247,13 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
     if held and overlaps(held, names[0]):
         return None  # s_t records it, in another spelling ("pizza hut fenditton")
     span = accepts(turn.user)
+    if reported and span is not None:
+        # "Sure the Autumn House is a personal favorite. Your booking was successful." -
+        # "Great. What was the reference number?": the user takes the booking of the one
+        # entity the agent named
+        return Acceptance(slot, names[0], span[0], span[1], 0.9)
+    if not _OFFER_QUESTION.search(agent):
+        return None
     plain = span is not None
     if span is None:
         # "Please book it for Saturday, 2 people" after "Would you like to book it?": an
