@@ -315,3 +315,34 @@ def test_a_yes_no_value_is_recorded_by_its_own_slot_only() -> None:
                  "?   I will need it for 4 nights .   I will be alone .", "I have moderate "
                  "hotels across Cambridge do you have an area in mind ?", state)
     assert ("hotel-internet", "yes") in [(a.slot, a.value) for a in _iuv(turn)]
+
+
+def test_a_booking_asked_for_after_one_entity_was_presented_books_it() -> None:
+    # PMUL4756 turn 4 (DAMD, DOTS, MinTL, SOLOIST) and SNG01957 turn 2 (DAMD, DOTS,
+    # SOLOIST): the agent asks nothing, the user books
+    cases = [("restaurant", "Fitzbillies Restaurant meets your criteria .",
+              "OK , can you reserve a table for the six of us ?", "Fitzbillies Restaurant"),
+             ("hotel", "I think the Worth House is your best bet !",
+              "alright . book that one for me", "Worth House")]
+    for wf, agent, user, name in cases:
+        acc = find_acceptance(_turn(wf, user, agent), _wf(wf))
+        assert acc is not None and (acc.value, acc.confidence >= EXACT) == (name, True), user
+
+
+def test_a_place_phrase_after_found_is_no_offered_name() -> None:
+    # PMUL2483 turn 1 (AuGPT): "found in the center" was read as the name "in the center"
+    agent = ("This is a British restaurant found in the center of town that is in the "
+             "expensive price range . What other information do you need ?")
+    assert offered_names(agent, _wf("restaurant")) == []
+    turn = _turn("restaurant", "Can you book this restaurant for 3 people on Wednesday at "
+                 "15:45 ?", agent, {"restaurant-name": "midsummer house restaurant"})
+    assert find_acceptance(turn, _wf("restaurant")) is None
+
+
+def test_a_booking_after_a_list_takes_no_offer() -> None:
+    # UV-rich MUL0706 turn 3 (MultiWOZ, clean): the offer reader caught one name of four
+    agent = ("Finches Bed and Breakfast , Hobsons House , Hunting Marriott Hotel , and The "
+             "Cambridge Belfry are available .")
+    turn = _turn("hotel", "Please book Finches for three days starting on Saturday .", agent,
+                 {"hotel-area": "west", "hotel-name": "finches bed and breakfast"})
+    assert find_acceptance(turn, _wf("hotel")) is None

@@ -161,6 +161,8 @@ def _clean(span: str, others: set[str]) -> str | None:
     titled = len(words) > 1 and all(w[:1].isupper() for w in words)
     if not words or (words[0].lower() in _NOT_A_NAME and not titled) or len(words) > 6:
         return None
+    if words[0].lower() in _STOP:
+        return None  # "found in the center": a place phrase, no name
     if any(ch.isdigit() for ch in " ".join(words)) or words[0].lower().endswith("ing"):
         return None  # an address, a code, "checking out the architecture"
     if all(basic(w) in others for w in words):
@@ -230,6 +232,25 @@ def overlaps(held: str, offered: str) -> bool:
             or bool((set(a.split()) & set(b.split())) - generic))
 
 
+def _lists_others(agent: str, name: str) -> bool:
+    """The agent's turn writes names of several words besides `name` ("Finches Bed and
+    Breakfast, Hobsons House, ... and The Cambridge Belfry are available"): a list, of
+    which the offer reader may have caught one only."""
+    key = basic(name)
+    for span in name_spans(_PLACEHOLDER.sub(" , ", agent)):
+        words = span.text.split()
+        other = basic(span.text)
+        if (len(words) > 1 and all(w[:1].isupper() or w.lower() in {"and", "of", "the"}
+                                   for w in words)
+                and words[0].lower() not in _NOT_A_NAME | _ANSWERS
+                and other not in key and key not in other):
+            return True
+    return False
+
+
+_ANSWERS = frozenset({"yes", "no", "sure", "ok", "okay", "great", "well", "yeah"})
+
+
 def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
     """The name u_t accepts from the last agent turn, or None."""
     history = turn.history or ()
@@ -238,7 +259,10 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
         return None
     agent = history[-1].agent
     reported = _BOOKED.search(agent) is not None
-    if not _OFFER_QUESTION.search(agent) and not reported:
+    booking = _BOOKING_WORDS.search(turn.user)
+    if booking is not None and _REFUSE.search(turn.user):
+        booking = None
+    if not _OFFER_QUESTION.search(agent) and not reported and booking is None:
         return None  # nothing proposed ("Is there anything else?")
     names = offered_names(agent, wf)
     if len(names) != 1:
@@ -253,6 +277,11 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
         # entity the agent named
         return Acceptance(slot, names[0], span[0], span[1], 0.9)
     if not _OFFER_QUESTION.search(agent):
+        if booking is not None and not _lists_others(agent, names[0]):
+            # "OK, can you reserve a table for the six of us?" to "Fitzbillies Restaurant
+            # meets your criteria.": a booking asked for right after one entity was
+            # presented books that entity, proposed or not
+            return Acceptance(slot, names[0], booking.start(), booking.end(), 0.9)
         return None
     plain = span is not None
     if span is None:
