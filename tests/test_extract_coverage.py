@@ -346,3 +346,13 @@ def test_a_booking_after_a_list_takes_no_offer() -> None:
     turn = _turn("hotel", "Please book Finches for three days starting on Saturday .", agent,
                  {"hotel-area": "west", "hotel-name": "finches bed and breakfast"})
     assert find_acceptance(turn, _wf("hotel")) is None
+
+
+def test_two_names_joined_by_and_the_are_two_offers() -> None:
+    # MUL2106 turn 7 (MinTL): "the Ashley Hotel and the Lovell Lodge" was one offered name;
+    # MUL2228 turn 5 (AuGPT, DOTS): a list read by half offers nothing
+    assert offered_names("That narrows it down to 2 choices . I have the Ashley Hotel and the "
+                         "Lovell Lodge . Both are hotels located in the north .",
+                         _wf("hotel")) == ["Ashley Hotel", "Lovell Lodge"]
+    assert offered_names("I have 2 hotels the ashley hotel or the lovell lodge . Do you have "
+                         "a preference ?", _wf("hotel")) == []

@@ -110,6 +110,7 @@ _NOT_A_NAME = frozenset({"a", "an", "some", "several", "many", "one", "two", "th
                          "available", "great", "good", "nice", "i", "to", "booked", "book",
                          "reservation", "stay", "what", "which", "who", "how", "number", "for",
                          "shorter", "found", "located", "just", "only"})
+_NEXT_NAME = re.compile(r"\s+(?:and|or)\s+the\s+", re.IGNORECASE)
 _MAX_OFFERS = 8  # offering phrases read per agent turn
 _TOWNS = frozenset({"cambridge", "london", "city centre", "centre"})
 _PLACEHOLDER = re.compile(r"\[[^\]]*\]")
@@ -180,14 +181,22 @@ def offered_names(agent: str, wf: Workflow) -> list[str]:
         if n >= _MAX_OFFERS:
             break
         rest = _CLAUSE.split(text[m.end():m.end() + 120], maxsplit=1)[0]
-        words: list[str] = []
-        for w in rest.split():
-            if w.lower() in _STOP and words:
-                break
-            words.append(w)
-        value = _clean(" ".join(words), others)
-        if value:
-            found.setdefault(basic(value), value)
+        # "I have the Ashley Hotel and the Lovell Lodge": two names ("Bed and Breakfast",
+        # "Hall and Grounds" are one)
+        parts = _NEXT_NAME.split(rest)[:_MAX_OFFERS]
+        values = []
+        for part in parts:
+            words: list[str] = []
+            for w in part.split():
+                if w.lower() in _STOP and words:
+                    break
+                words.append(w)
+            values.append(_clean(" ".join(words), others))
+        if len(parts) > 1 and None in values:
+            continue  # "2 hotels the ashley hotel or the lovell lodge": a list half read
+        for value in values:
+            if value:
+                found.setdefault(basic(value), value)
     for sent in sentences(text)[:_MAX_OFFERS]:
         value = _subject(sent.text, others)
         if value and not any(basic(value) in k or k in basic(value) for k in found):
