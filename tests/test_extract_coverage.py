@@ -356,3 +356,25 @@ def test_two_names_joined_by_and_the_are_two_offers() -> None:
                          _wf("hotel")) == ["Ashley Hotel", "Lovell Lodge"]
     assert offered_names("I have 2 hotels the ashley hotel or the lovell lodge . Do you have "
                          "a preference ?", _wf("hotel")) == []
+
+
+# -- 6. a clock time no time slot holds is sure, whichever slot the words before chose ----------
+
+def test_a_time_no_slot_holds_is_exact_after_narrowing() -> None:
+    # PMUL4333 turn 5 (DAMD): "by" chose the arrival slot; s_t holds no time at all
+    state = {"train-day": "saturday", "train-departure": "cambridge"}
+    turn = _turn("train", "I would like to get there by 09:00 and I am going to Cambridge",
+                 "There are several trains departing from ely on Saturday . What time would "
+                 "you like to leave ?", state)
+    found = [(a.slot, a.value, a.confidence >= EXACT) for a in _iuv(turn)]
+    assert ("train-arriveby", "09:00", True) in found
+
+
+def test_a_time_another_time_slot_holds_is_still_recorded() -> None:
+    # MUL2228 turn 1 read by a system that wrote the time as the departure: recorded
+    # somewhere, so not claimed (the role is UV's question)
+    state = {"train-day": "tuesday", "train-leaveat": "11:00"}
+    turn = _turn("train", "I just want to arrive in stansted airport on tuesday before 11:00 .",
+                 "Ok , when would you like to leave and what time would you like to leave at ?",
+                 state)
+    assert [a for a in _iuv(turn) if a.slot in ("train-arriveby", "train-leaveat")] == []

@@ -598,7 +598,13 @@ def _times(turn: Turn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
         if any(c in held and held[c] is None for c in cands):
             recorded.append((s, e))
             continue  # a candidate holds a time this reader cannot compare
-        add(text[s:e], list(time_slots), s, e, "time", tuple(sorted(readings)), narrowed=cands)
+        # no time slot holds any reading of it: the words before chose the slot, and were
+        # they wrong the time would still be recorded nowhere, so the narrowing does not
+        # make the value less sure ("I would like to get there by 09:00" with no time in
+        # s_t, MultiWOZ PMUL4333 turn 5)
+        floor = EXACT if len(cands) == 1 else None
+        add(text[s:e], list(time_slots), s, e, "time", tuple(sorted(readings)), narrowed=cands,
+            floor=floor)
     return recorded
 
 
