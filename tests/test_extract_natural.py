@@ -255,13 +255,15 @@ def test_yes_after_anything_else_accepts_nothing() -> None:
     assert acc is None
 
 
-def test_a_statement_after_a_booking_is_no_offer() -> None:
-    # SNG0792 turn 3: the agent proposes nothing, it reports a booking
+def test_a_statement_after_a_booking_takes_the_booked_entity() -> None:
+    # SNG0792 turn 3: the agent proposes nothing, it reports a booking of the one entity it
+    # names; the audit reads the dropped name as a failure (issue 23, round 7: this test
+    # asserted the opposite before), tests/test_extract_coverage.py has the rule
     acc = find_acceptance(_turn(
         "hotel", "Great . What was the reference number for the booking ?",
         "Sure the Autumn House is a personal favorite . Your booking was successful ."),
         _wf("hotel"))
-    assert acc is None
+    assert acc is not None and acc.value == "Autumn House"
 
 
 def test_a_recommendation_without_a_proposal_is_not_taken() -> None:

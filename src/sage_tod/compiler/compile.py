@@ -32,6 +32,7 @@ from sage_tod.contracts.criteria import (
     UVArgs,
     WNFArgs,
 )
+from sage_tod.text.booleans import is_dontcare, normalize_boolean
 from sage_tod.text.match import find_value
 
 
@@ -85,6 +86,29 @@ def _holds(ctx: TurnContext, slot: str, readings: tuple[str, ...]) -> bool:
         for r in readings)
 
 
+def _may_hold(ctx: TurnContext, candidates: Sequence[str], value: str) -> list[str]:
+    """The slots whose value counts as recording `value`: its candidates, and every other
+    slot of the workflow, since the extractor may have chosen the wrong sibling and a name
+    may hold a type ("magdalene college" records "college").
+
+    A waiver names no value, so a `dontcare` elsewhere records it only when this turn
+    wrote it (the waiver may have been read for the wrong slot: "I don't care if it has
+    subtitles" recorded as the caption language); one held from before is another
+    waiver: "I don't care about the star rating as long as it's expensive" is not
+    recorded by the parking the user waived a turn earlier (MultiWOZ MUL0014 turn 1).
+    A yes/no value is recorded by its own slot only."""
+    if is_dontcare(value):
+        written = [ch.slot for ch in ctx.diff if ch.new is not None and is_dontcare(ch.new)]
+        return [*candidates, *written]
+    specs = [sp for c in candidates if (sp := ctx.workflow.slots.get(c)) is not None]
+    if specs and all(sp.values and all(normalize_boolean(v) is not None for v in sp.values)
+                     for sp in specs):
+        # every yes/no slot may hold "yes": the parking's says nothing of the wifi ("No,
+        # but I do need free wifi." with parking=yes and internet=no, MUL1189 turn 6)
+        return list(candidates)
+    return [*candidates, *ctx.workflow.slots]
+
+
 def _iuv(ctx: TurnContext) -> list[Criterion]:
     out = []
     seen: set[tuple[str, ...]] = set()
@@ -93,8 +117,9 @@ def _iuv(ctx: TurnContext) -> list[Criterion]:
         if key in seen:  # the same value said again: one criterion (checked once: a long
             continue     # utterance may repeat a value thousands of times)
         seen.add(key)
-        # recorded in a candidate slot or anywhere in the workflow's state: not ignored
-        if any(_holds(ctx, s, ex.readings) for s in (*ex.candidates, *ctx.workflow.slots)):
+        # recorded in a candidate slot, or in a slot of the workflow that could hold it (the
+        # extractor may have picked the wrong sibling): not ignored
+        if any(_holds(ctx, s, ex.readings) for s in _may_hold(ctx, ex.candidates, ex.value)):
             continue
         slots = " or ".join(ex.candidates)
         out.append(Criterion(

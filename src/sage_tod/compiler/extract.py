@@ -272,8 +272,10 @@ def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = f
     def free(s: int, e: int, source: str = "") -> bool:
         if taken.overlaps(s, e):
             return False
+        # a name after a request cue asks for that entity, in a question too ("Do you have
+        # information on the alpha - milton guest house?"), though not surely
         return (not _inside(skip, s) or (source in _SHAPE_SOURCES and _inside(what, s))
-                or _inside(searching, s))
+                or _inside(searching, s) or source == "typed_name")
 
     def add(value: str, cands: list[str], s: int, e: int, source: str,
             alternatives: tuple[str, ...] = (), confidence: float | None = None,
@@ -345,7 +347,7 @@ def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = f
             narrowed=list(d.slots), floor=EXACT if d.confidence >= EXACT else None)
 
     # 7b. entity names after a naming cue or a request ("called X", "a table at X")
-    for tn in find_typed_names(turn, wf):
+    for tn in find_typed_names(turn, wf, other_words):
         add(tn.value, [tn.slot], tn.start, tn.end, "typed_name", confidence=tn.confidence,
             narrowed=[tn.slot], floor=EXACT if tn.confidence >= EXACT else None)
 
@@ -441,10 +443,12 @@ def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
     for (s, e), (value, slots) in sorted(by_span.items()):
         near = [t for t, ts, te in toks if te <= s][-3:] + [t for t, ts, te in toks if ts >= e][:3]
         if basic(value) in generic and not (set(near) & _CONTRAST and _other_value_said(
-                text, value, slots, wf)):
+                text, value, slots, wf)) and not _other_value_offered(turn, value, slots, wf, s):
             # "book the hotel", "a cheap hotel": the workflow's own name refers to the
             # task, not to a slot, unless contrasted with another value ("a hotel, not a
-            # guesthouse")
+            # guesthouse") or said against another value the agent offered
+            # ("I really need a hotel in the west please." to "I found a guest house
+            # listing", MultiWOZ PMUL2859 turn 4)
             continue
         if any(_compact(value) == _compact(after[c]) and basic(value) != basic(after[c])
                for c in slots if c in after):
@@ -518,6 +522,28 @@ def _other_value_said(text: str, value: str, slots: list[str], wf: Workflow) -> 
     return False
 
 
+def _other_value_offered(turn: Turn, value: str, slots: list[str], wf: Workflow,
+                         at: int) -> bool:
+    """The agent's last turn names another value of the slot, and the user answers with
+    this one alone, in a sentence that asks nothing: a choice between them ("I really
+    need a hotel in the west please." to "I found a guest house listing for Rosa's Bed
+    and Breakfast"). A sentence with a question mark is left alone, though it loses
+    "Hotel would be better, can I get a phone number for one please?" (MUL1276 turn 4):
+    "I'm looking for a hotel that has a star rating of 2 as well, do any of those 14
+    hotels have a 2 star rating?" is no choice in the corpus (MUL1008 turn 2). The word
+    must ask for a kind ("a hotel"), not name the entity at hand ("book this hotel" to
+    "Kirkwood House is a guesthouse", MultiWOZ PMUL4076 turn 1)."""
+    history = turn.history or ()
+    agent = history[-1].agent if history else ""
+    if not agent or _other_value_said(turn.user, value, slots, wf):
+        return False
+    if tokens_before(turn.user, at, 1) not in (["a"], ["an"]):
+        return False  # "I would like to book this hotel": the entity at hand, no kind
+    if any(s.start <= at < s.end and "?" in s.text for s in sentences(turn.user)):
+        return False  # "Are there any hotels that are cheap ...?": a search, not a choice
+    return _other_value_said(agent, value, slots, wf)
+
+
 def _counts(text: str, wf: Workflow, add: _Add, free: _Free) -> None:
     number_slots = [s for s in wf.slots.values() if s.type == "number"]
     if not number_slots:
@@ -572,7 +598,13 @@ def _times(turn: Turn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
         if any(c in held and held[c] is None for c in cands):
             recorded.append((s, e))
             continue  # a candidate holds a time this reader cannot compare
-        add(text[s:e], list(time_slots), s, e, "time", tuple(sorted(readings)), narrowed=cands)
+        # no time slot holds any reading of it: the words before chose the slot, and were
+        # they wrong the time would still be recorded nowhere, so the narrowing does not
+        # make the value less sure ("I would like to get there by 09:00" with no time in
+        # s_t, MultiWOZ PMUL4333 turn 5)
+        floor = EXACT if len(cands) == 1 else None
+        add(text[s:e], list(time_slots), s, e, "time", tuple(sorted(readings)), narrowed=cands,
+            floor=floor)
     return recorded
 
 

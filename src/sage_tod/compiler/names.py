@@ -11,6 +11,11 @@ makes "at Royal Spice" a name and "at the moment" not. Lower-cased text (the
 output of many MultiWOZ pipelines) has no such evidence, so there only the
 naming cues count, and never exactly.
 
+A name the agent's last turn wrote as one (capitalised, or offered) and the user says
+back outside a question about it is picked in any case ("give me information on
+cherry hinton hall and grounds" after the agent listed "Cherry Hinton Hall and
+Grounds"): the agent's capitals are the evidence the user's text lacks.
+
 The name goes to the workflow's one free slot whose name says "name"; a name
 the state holds anywhere (in any spelling that shares a word) is not claimed,
 nor a value another slot lists ("a cheap guesthouse"), nor a town.
@@ -19,14 +24,26 @@ nor a value another slot lists ("a cheap guesthouse"), nor a town.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sage_tod.compiler.cues import domain_words
-from sage_tod.compiler.offers import name_slot, overlaps
+from sage_tod.compiler.offers import name_slot, offered_names, overlaps
 from sage_tod.contracts.spec import Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
 from sage_tod.text.normalize import basic
+from sage_tod.text.places import name_spans
+from sage_tod.text.sentences import sentences
+
+# a question about an entity, not a request put as one ("could you get me a table ... at
+# the Travellers Rest?" picks it)
+_ASKS_ABOUT = re.compile(r"^\s*(?:is|are|does|do|did|was|were|has|have|what|what's|how|which"
+                         r"|where|when|who|whats)\b.*\?\s*$", re.IGNORECASE)
+_PLACEHOLDER = re.compile(r"\[[^\]]*\]")
+_TOWNS = frozenset({"cambridge", "london", "city centre", "centre"})
+_REFUSE = re.compile(r"\b(?:no|not|n't|nt|another|different|other|instead|rather)\b",
+                     re.IGNORECASE)
 
 # naming cues: what follows is a name whatever its case
 _NAMING = re.compile(r"\b(?:called|named|the name is|its name is|name of it is|it's name is)"
@@ -104,8 +121,10 @@ def _span_after(text: str, at: int, capitalised: bool) -> tuple[int, int] | None
     return at, at + len(" ".join(words))
 
 
-def find_typed_names(turn: Turn, wf: Workflow) -> list[TypedName]:
-    """Names u_t types for the workflow's name slot."""
+def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = frozenset()
+                     ) -> list[TypedName]:
+    """Names u_t types for the workflow's name slot (`other_words`: the words that name
+    the spec's other workflows, `extract._OTHER_WORDS`)."""
     slot = name_slot(wf)
     if slot is None:
         return []
@@ -120,16 +139,26 @@ def find_typed_names(turn: Turn, wf: Workflow) -> list[TypedName]:
         for m in cue.finditer(text):
             if len(out) >= _MAX_NAMES:
                 break
-            if not naming and not mixed:
-                continue  # lower-cased text: "looking for a cheap place" is no name
             # after a naming cue the name runs to the clause's end whatever its case
-            span = _span_after(text, m.end(), capitalised=mixed and not naming)
+            span = (_span_after(text, m.end(), capitalised=mixed and not naming)
+                    if naming or mixed else None)
+            headed = False
+            if span is None and not naming:
+                # lower case after a request: a name only as "the X <type>" ("information
+                # on the alpha - milton guest house"); "looking for a cheap place" is none
+                span = _headed(text, m, wf, others)
+                headed = span is not None
             if span is None:
                 continue
             value = text[span[0]:span[1]]
             key = basic(value)
             words = key.split()
-            if (not words or words[0] in _NOT_A_NAME or key in others or key in seen
+            # "the Cambridge Punter", "called all saints church": a word that alone is no
+            # name ("cambridge", "all") may open one of several words that a naming cue
+            # introduces or that are written as a name
+            opener_ok = len(words) > 1 and (naming or _titled(value))
+            if (not words or (words[0] in _NOT_A_NAME and not opener_ok) or key in others
+                    or key in seen
                     or any(ch.isdigit() for ch in key)
                     or (len(words) <= 2 and all(w in others for w in words))):
                 continue
@@ -139,7 +168,7 @@ def find_typed_names(turn: Turn, wf: Workflow) -> list[TypedName]:
             # a capitalised name after a naming cue is sure; after a request it is likely;
             # a lower-case span after a naming cue is a guess
             capital = value[:1].isupper()
-            conf = 0.9 if naming and capital else 0.8 if capital or naming else 0.6
+            conf = 0.9 if (naming and capital) or headed else 0.8 if capital or naming else 0.6
             if _offered(turn, value):
                 conf = 0.9  # "Let's go with the Copper Kettle" from the agent's list
             out.append(TypedName(slot, value, span[0], span[1], conf))
@@ -147,7 +176,100 @@ def find_typed_names(turn: Turn, wf: Workflow) -> list[TypedName]:
     if picked is not None and basic(picked[0]) not in seen and not any(
             overlaps(h, picked[0]) for h in held):
         out.append(TypedName(slot, picked[0], picked[1], picked[2], 0.9))
+        seen.add(basic(picked[0]))
+    if not out:
+        said = _said_back(turn, wf, others, other_words)
+        if said is not None and not any(overlaps(h, said[0]) for h in held):
+            out.append(TypedName(slot, *said, 0.9))
     return out
+
+
+def _agent_names(agent: str, wf: Workflow, others: set[str]) -> list[str]:
+    """The names the agent's turn wrote as names: what it offered (`offers.offered_names`)
+    and its capitalised spans of two words or more that are no value, town or task word."""
+    # an offered name of one lower-case word may be a verb the offering phrase caught
+    # ("i hope i have been of help")
+    found = {basic(n): n for n in offered_names(agent, wf)
+             if len(n.split()) > 1 or n[:1].isupper()}
+    for span in name_spans(_PLACEHOLDER.sub(" , ", agent)):
+        key = basic(span.text)
+        words = key.split()
+        if (span.words < 2 or not _titled(span.text) or key in others or key in found
+                or any(w.isdigit() for w in words) or key in _TOWNS
+                or all(w in others or w in _NOT_A_NAME for w in words)):
+            continue
+        found[key] = span.text
+    return list(found.values())
+
+
+def _singular(words: Iterable[str]) -> set[str]:
+    """The words and, for a plural, its singular ("movies" -> "movie")."""
+    return {v for w in words for v in (w, w[:-1] if len(w) > 3 and w.endswith("s") else w)}
+
+
+def _said_back(turn: Turn, wf: Workflow, others: set[str],
+               other_words: frozenset[str] = frozenset()) -> tuple[str, int, int] | None:
+    """One of the names the agent's last turn wrote, said again by the user in any case and
+    outside a question ("give me information on cherry hinton hall and grounds" after
+    "Cherry Hinton Hall and Grounds and Funky Fun House both located in the east"): the
+    user picks it. The agent's capitals are the evidence that it is a name, which the
+    user's lower case is not; two names said leave the pick open, and so does a list of
+    another workflow's entities ("I have 4 movies to recommend" in a restaurant turn, SGD
+    dialogue 24_00098)."""
+    history = turn.history or ()
+    if not history:
+        return None
+    said = _singular(basic(history[-1].agent).split())
+    own = _singular([*domain_words(wf), *basic(wf.id).split()])
+    if said & _singular(other_words) and not said & own:
+        return None
+    hits: list[tuple[str, int, int]] = []
+    for name in _agent_names(history[-1].agent[-600:], wf, others):
+        hit = find_value(turn.user, name, wf.slots.get(name_slot(wf) or ""))
+        if hit is None:
+            continue
+        if any(x.start <= hit.start < x.end and _ASKS_ABOUT.match(x.text)
+               for x in sentences(turn.user)):
+            continue  # "Is the Gonville Hotel in the same price range ...?": asked about
+        if _REFUSE.search(turn.user[max(0, hit.start - 30):hit.start]):
+            continue  # "not the Cambridge Punter"
+        hits.append((turn.user[hit.start:hit.end], hit.start, hit.end))
+    return hits[0] if len(hits) == 1 else None
+
+
+def _heads(wf: Workflow) -> frozenset[str]:
+    """What ends an entity's name in this workflow: each value of a slot about the
+    entity's type, in every surface form ("guest house", "college"), and the workflow's
+    own words ("restaurant")."""
+    out = set(domain_words(wf))
+    for spec in wf.slots.values():
+        if spec.values and "type" in f"{spec.name} {spec.description}".lower():
+            out |= {basic(f) for v in spec.values for f in spec.surface_forms(v) if basic(f)}
+    return frozenset(out)
+
+
+def _headed(text: str, cue: re.Match[str], wf: Workflow, others: set[str]
+            ) -> tuple[int, int] | None:
+    """A lower-case "the X <type>" after a request cue, whose X is no value."""
+    if not cue.group(0).lower().rstrip().endswith("the"):
+        return None
+    span = _span_after(text, cue.end(), capitalised=False)
+    if span is None:
+        return None
+    key = basic(text[span[0]:span[1]])
+    head = max((h for h in _heads(wf) if key.endswith(" " + h)), key=len, default=None)
+    if head is None:
+        return None
+    rest = key[:-len(head)].split()
+    if all(w in others or w in _NOT_A_NAME for w in rest):
+        return None  # "the cheap guest house": values and the type, no name
+    return span
+
+
+def _titled(value: str) -> bool:
+    """Every word but a joiner is capitalised ("All Saint 's Church", "Cambridge Punter")."""
+    words = [w for w in value.split() if w.lower() not in _JOINERS]
+    return len(words) > 1 and all(w[:1].isupper() for w in words)
 
 
 def _offered(turn: Turn, value: str) -> bool:

@@ -29,6 +29,7 @@ from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
 from sage_tod.text.normalize import basic
 from sage_tod.text.places import name_spans
+from sage_tod.text.sentences import sentences
 
 _ASSENT = re.compile(
     r"^\s*(?:yes|yeah|yep|yup|sure|ok|okay|alright|great|perfect|excellent|wonderful|fantastic"
@@ -42,8 +43,33 @@ _REFUSE = re.compile(r"\b(?:no|not|n't|nt|another|different|else|other|instead|r
 _OFFERING = re.compile(
     r"\b(?:recommend|recommending|suggest|suggesting|how about|what about|try|called|named"
     r"|i have|we have|we only have|there is|there's|i found|found|book you (?:a table |a room )?at"
-    r"|check out|would love|will love|would enjoy|might like|might enjoy)\s+(?:the\s+)?",
+    r"|check out|would love|will love|would enjoy|might like|might enjoy|really like"
+    # "I have booked the lensfield hotel for you": what the agent booked
+    r"|(?:booked|reserved)(?: you)?(?: a table| a room| rooms)?(?: for you)?(?: at| in| with)?)"
+    # "I recommend going to the X", "I suggest visiting X": the verb is not the name
+    r"\s+(?:(?:going to|visiting|trying|checking out|staying at|eating at)\s+)?(?:the\s+)?",
     re.IGNORECASE)
+# the verb after an entity that opens the agent's sentence: "chiquito restaurant bar is an
+# expensive restaurant", "Fitzbillies Restaurant meets your criteria", "the autumn house does
+# have free wifi", "Cambridge Artworks would be a great museum to visit"
+_SUBJECT = re.compile(
+    r"^(?:(?:yes|sure|ok|okay|well|great|alright|actually|certainly|absolutely)\s*,?\s+)?"
+    r"(?:the\s+)?(?P<name>[^\s,.;:!?()]+(?:\s+[^\s,.;:!?()]+){0,5}?)\s+"
+    r"(?:is|has|does|would be|will be|meets|fits|matches|serves|offers|sounds|looks|might be"
+    r"|may be|could be|should be)\b", re.IGNORECASE)
+# words that open a sentence's subject that is not an entity: pronouns, attributes of one
+# ("the travel time", "the entrance fee", "their phone number"), the system's own acts
+_NOT_A_SUBJECT = frozenset({"it", "its", "they", "their", "there", "this", "that", "these",
+                            "those", "which", "what", "who", "he", "she", "we", "i", "you",
+                            "my", "our", "your", "everything", "nothing", "one", "each",
+                            "both", "either", "neither", "all", "address", "phone", "number",
+                            "postcode", "post", "entrance", "fee", "price", "cost", "ticket",
+                            "tickets", "travel", "time", "trip", "reference", "booking",
+                            "reservation", "train", "taxi", "car", "area", "location", "rating",
+                            "stars", "star", "wifi", "internet", "parking", "total", "fare",
+                            "here", "today", "tomorrow", "unfortunately", "sorry", "also",
+                            "now", "next", "first", "last", "only", "another", "other",
+                            "table", "room", "rooms", "seat", "seats", "cab", "stay"})
 # the agent's turn proposes something the user can take (not "anything else?")
 _OFFER_QUESTION = re.compile(
     r"\b(?:would you like|shall i|should i|can i book|may i book|do you want|want me to"
@@ -62,6 +88,10 @@ _JUDGES = re.compile(r"^\s*(?:(?:okay|ok|yes|great|oh)\s*,?\s*)?(?:that|this|it|
                      r"sounds|would be|will be|seems)\s+(?:really\s+|very\s+|just\s+)?"
                      r"(?:great|good|perfect|fine|lovely|wonderful|nice|excellent|fantastic"
                      r"|amazing|interesting|fun)\b", re.IGNORECASE)
+# the agent reports a booking it made
+_BOOKED = re.compile(r"\b(?:booking was successful|booking is complete|successfully booked"
+                     r"|i have booked|i've booked|i booked|you are booked|you're booked"
+                     r"|i have reserved|i've reserved|reservation is confirmed)\b", re.IGNORECASE)
 _BOOKING_WORDS = re.compile(r"\b(?:book|reserve|reservation|booking|table for|room for)\b",
                             re.IGNORECASE)
 # a capitalised span that names a street, a code or a sum, not an entity
@@ -70,7 +100,8 @@ _NOT_AN_ENTITY = re.compile(r"\b(?:road|street|st|lane|way|avenue|ave|hill|squar
 _STOP = frozenset({"in", "on", "at", "is", "it", "its", "which", "that", "located", "for",
                    "with", "serving", "serves", "they", "would", "has", "offers",
                    "near", "does", "do", "if", "as", "but", "or", "to", "you", "can", "will",
-                   "could", "should", "there", "are", "was", "by", "from", "of"})
+                   "could", "should", "there", "are", "was", "by", "from", "of",
+                   "matching", "meeting", "meets", "fitting", "fits", "available"})
 _NOT_A_NAME = frozenset({"a", "an", "some", "several", "many", "one", "two", "three", "no",
                          "any", "lots", "plenty", "options", "option", "listing", "listings",
                          "place", "places", "information", "info", "reference", "booking",
@@ -78,7 +109,8 @@ _NOT_A_NAME = frozenset({"a", "an", "some", "several", "many", "one", "two", "th
                          "them", "this", "these", "those", "nothing", "none", "all", "each",
                          "available", "great", "good", "nice", "i", "to", "booked", "book",
                          "reservation", "stay", "what", "which", "who", "how", "number", "for",
-                         "shorter", "found", "located"})
+                         "shorter", "found", "located", "just", "only"})
+_NEXT_NAME = re.compile(r"\s+(?:and|or)\s+the\s+", re.IGNORECASE)
 _MAX_OFFERS = 8  # offering phrases read per agent turn
 _TOWNS = frozenset({"cambridge", "london", "city centre", "centre"})
 _PLACEHOLDER = re.compile(r"\[[^\]]*\]")
@@ -123,10 +155,15 @@ def _others(wf: Workflow) -> set[str]:
 
 def _clean(span: str, others: set[str]) -> str | None:
     words = span.split()
-    while words and words[-1].lower() in _STOP:
-        words.pop()
-    if not words or words[0].lower() in _NOT_A_NAME or len(words) > 6:
+    while words and (words[-1].lower() in _STOP or not any(c.isalnum() for c in words[-1])):
+        words.pop()  # "the la margherita - it 's cheap": a dash ends the name
+    # "All Saints Church", "One Seven Seven": a name written as one, every word capitalised,
+    # may open with a word that otherwise counts or quantifies
+    titled = len(words) > 1 and all(w[:1].isupper() for w in words)
+    if not words or (words[0].lower() in _NOT_A_NAME and not titled) or len(words) > 6:
         return None
+    if words[0].lower() in _STOP:
+        return None  # "found in the center": a place phrase, no name
     if any(ch.isdigit() for ch in " ".join(words)) or words[0].lower().endswith("ing"):
         return None  # an address, a code, "checking out the architecture"
     if all(basic(w) in others for w in words):
@@ -144,13 +181,25 @@ def offered_names(agent: str, wf: Workflow) -> list[str]:
         if n >= _MAX_OFFERS:
             break
         rest = _CLAUSE.split(text[m.end():m.end() + 120], maxsplit=1)[0]
-        words: list[str] = []
-        for w in rest.split():
-            if w.lower() in _STOP and words:
-                break
-            words.append(w)
-        value = _clean(" ".join(words), others)
-        if value:
+        # "I have the Ashley Hotel and the Lovell Lodge": two names ("Bed and Breakfast",
+        # "Hall and Grounds" are one)
+        parts = _NEXT_NAME.split(rest)[:_MAX_OFFERS]
+        values = []
+        for part in parts:
+            words: list[str] = []
+            for w in part.split():
+                if w.lower() in _STOP and words:
+                    break
+                words.append(w)
+            values.append(_clean(" ".join(words), others))
+        if len(parts) > 1 and None in values:
+            continue  # "2 hotels the ashley hotel or the lovell lodge": a list half read
+        for value in values:
+            if value:
+                found.setdefault(basic(value), value)
+    for sent in sentences(text)[:_MAX_OFFERS]:
+        value = _subject(sent.text, others)
+        if value and not any(basic(value) in k or k in basic(value) for k in found):
             found.setdefault(basic(value), value)
     for span in name_spans(text)[:_MAX_OFFERS]:
         value = _clean(span.text, others)
@@ -163,6 +212,26 @@ def offered_names(agent: str, wf: Workflow) -> list[str]:
     return list(found.values())
 
 
+def _subject(sentence: str, others: set[str]) -> str | None:
+    """The entity a sentence of the agent opens with, in any case ("the fez club is at 8
+    market passage"), when its words are no pronoun, attribute or value of another slot."""
+    m = _SUBJECT.match(sentence)
+    if m is None:
+        return None
+    name = m.group("name")
+    words = [w.lower() for w in name.split()]
+    if (set(words) & _NOT_A_SUBJECT or set(words) & _STOP or words[0] in _NOT_A_NAME
+            or words[-1] in _JOINERS or _NOT_AN_ENTITY.search(name)):
+        return None
+    value = _clean(name, others)
+    if value is None or len(basic(value)) < 3 or basic(value) in _TOWNS:
+        return None
+    return value
+
+
+_JOINERS = frozenset({"and", "of", "the", "&"})
+
+
 def overlaps(held: str, offered: str) -> bool:
     """The held value and the offered one share a word, or one is the other unspaced."""
     a, b = basic(held), basic(offered)
@@ -172,6 +241,25 @@ def overlaps(held: str, offered: str) -> bool:
             or bool((set(a.split()) & set(b.split())) - generic))
 
 
+def _lists_others(agent: str, name: str) -> bool:
+    """The agent's turn writes names of several words besides `name` ("Finches Bed and
+    Breakfast, Hobsons House, ... and The Cambridge Belfry are available"): a list, of
+    which the offer reader may have caught one only."""
+    key = basic(name)
+    for span in name_spans(_PLACEHOLDER.sub(" , ", agent)):
+        words = span.text.split()
+        other = basic(span.text)
+        if (len(words) > 1 and all(w[:1].isupper() or w.lower() in {"and", "of", "the"}
+                                   for w in words)
+                and words[0].lower() not in _NOT_A_NAME | _ANSWERS
+                and other not in key and key not in other):
+            return True
+    return False
+
+
+_ANSWERS = frozenset({"yes", "no", "sure", "ok", "okay", "great", "well", "yeah"})
+
+
 def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
     """The name u_t accepts from the last agent turn, or None."""
     history = turn.history or ()
@@ -179,8 +267,12 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
     if not history or slot is None:
         return None
     agent = history[-1].agent
-    if not _OFFER_QUESTION.search(agent):
-        return None  # nothing proposed ("Booking was successful. Anything else?")
+    reported = _BOOKED.search(agent) is not None
+    booking = _BOOKING_WORDS.search(turn.user)
+    if booking is not None and _REFUSE.search(turn.user):
+        booking = None
+    if not _OFFER_QUESTION.search(agent) and not reported and booking is None:
+        return None  # nothing proposed ("Is there anything else?")
     names = offered_names(agent, wf)
     if len(names) != 1:
         return None  # nothing offered, or several: which one is taken is not said
@@ -188,6 +280,18 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
     if held and overlaps(held, names[0]):
         return None  # s_t records it, in another spelling ("pizza hut fenditton")
     span = accepts(turn.user)
+    if reported and span is not None:
+        # "Sure the Autumn House is a personal favorite. Your booking was successful." -
+        # "Great. What was the reference number?": the user takes the booking of the one
+        # entity the agent named
+        return Acceptance(slot, names[0], span[0], span[1], 0.9)
+    if not _OFFER_QUESTION.search(agent):
+        if booking is not None and not _lists_others(agent, names[0]):
+            # "OK, can you reserve a table for the six of us?" to "Fitzbillies Restaurant
+            # meets your criteria.": a booking asked for right after one entity was
+            # presented books that entity, proposed or not
+            return Acceptance(slot, names[0], booking.start(), booking.end(), 0.9)
+        return None
     plain = span is not None
     if span is None:
         # "Please book it for Saturday, 2 people" after "Would you like to book it?": an
@@ -203,7 +307,13 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
     booked = bool(_BOOK_IT.search(turn.user)) and not _REFUSE.search(turn.user[:span[0]])
     proposal = (_BOOKING_WORDS.search(agent) or _PROPOSAL.search(agent)
                 or (_RECOMMENDS.search(agent) and _JUDGES.match(turn.user)))
-    if not (plain and proposal) and not booked:
+    if not plain:
+        # "I want to book a table for 4 people at 16:00 on friday." to "the Royal Standard
+        # is in the east. I would be happy to book a table for you": the booking the agent
+        # offered, of the one entity it named (a name u_t types instead is read first and
+        # wins: an offer is taken only for a slot nothing else fills)
+        return Acceptance(slot, names[0], span[0], span[1], 0.9)
+    if not proposal and not booked:
         return None  # "Can you book it please?" takes "You would love the X" too
     conf = 0.9
     return Acceptance(slot, names[0], span[0], span[1], conf)
@@ -220,6 +330,9 @@ def _named_back(turn: Turn, name: str, wf: Workflow, slot: str) -> Acceptance | 
     hit = find_value(turn.user, name, wf.slots.get(slot), fuzzy=True)
     if hit is None:
         return None
+    if any(s.start <= hit.start < s.end and s.text.rstrip().endswith("?")
+           for s in sentences(turn.user)):
+        return None  # "Is there an entrance fee for Ballare?" asks about it, takes nothing
     clause = _CLAUSE.split(turn.user[hit.end:], maxsplit=1)[0]
     if _REFUSE.search(turn.user[max(0, hit.start - 30):hit.start]) or _REFUSE.search(clause):
         return None  # "not the Oak Bistro", "the Oak Bistro is not what I want"
