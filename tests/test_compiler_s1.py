@@ -88,7 +88,9 @@ def test_iuv_ambiguous_extraction_abstains(make_turn, ctx_of: Ctx) -> None:
     assert set(c.args.candidates) == {"leaveat", "arriveby"} and o is Outcome.ABSTAIN
     cue = make_turn(user="I need to arrive by 9:15", workflow="train", after={})
     (c2, o2), = _decide(ctx_of(cue), FailureClass.IUV)
-    assert c2.args.candidates == ("arriveby",) and o2 is Outcome.ABSTAIN  # narrowed: 0.8
+    # narrowed to one slot by "arrive by", and no time slot holds 9:15 in any reading:
+    # exact (issue 23 coverage, compiler/extract.py), so S1 decides it
+    assert c2.args.candidates == ("arriveby",) and o2 is Outcome.TRUE
 
 
 # ---------------------------------------------------------------- WNF
