@@ -202,6 +202,17 @@ def _agent_names(agent: str, wf: Workflow, others: set[str]) -> list[str]:
     return list(found.values())
 
 
+# words a user and an agent share that name nothing
+_COMMON = _END | _NOT_A_NAME | _REPLY_WORDS | frozenset({
+    "the", "and", "you", "can", "for", "would", "like", "need", "want", "book", "booking",
+    "get", "have", "has", "what", "how", "about", "there", "that", "this", "they", "them",
+    "number", "phone", "address", "postcode", "area", "price", "range", "star", "stars",
+    "people", "time", "day", "night", "nights", "free", "any", "also", "more", "one",
+    "town", "centre", "center", "north", "south", "east", "west", "not", "thank", "thanks",
+    "will", "could", "should", "just", "all", "some", "info", "information", "please",
+    "yes", "no", "are", "was", "were", "with", "from", "your", "our", "its", "too", "do"})
+
+
 def _singular(words: Iterable[str]) -> set[str]:
     """The words and, for a plural, its singular ("movies" -> "movie")."""
     return {v for w in words for v in (w, w[:-1] if len(w) > 3 and w.endswith("s") else w)}
@@ -219,7 +230,13 @@ def _said_back(turn: Turn, wf: Workflow, others: set[str],
     history = turn.history or ()
     if not history:
         return None
-    said = _singular(basic(history[-1].agent).split())
+    agent_words = basic(history[-1].agent[-600:]).split()
+    # a name said back shares a word with the agent's turn that is no function word or
+    # value (checked first: most turns share none, and reading the agent's names is dear)
+    shared = set(basic(turn.user).split()) & set(agent_words)
+    if not {w for w in shared if len(w) > 2 and w not in others and w not in _COMMON}:
+        return None
+    said = _singular(agent_words)
     own = _singular([*domain_words(wf), *basic(wf.id).split()])
     if said & _singular(other_words) and not said & own:
         return None
