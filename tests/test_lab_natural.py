@@ -186,7 +186,7 @@ def _verdict(key: str, verdict: str, criteria: list[dict[str, Any]]) -> dict[str
             "classes": ["IUV"] if verdict == "failure" else []}
 
 
-def test_scorer_counts_and_iuv_coverage() -> None:
+def test_scorer_counts_and_iuv_coverage(tmp_path: Path) -> None:
     drop = {"slot": "hotel-name", "kind": "dropped", "system": None, "gold": "acorn",
             "how": "typed", "value_type": "name", "side": "gold"}
     drop_area = dict(drop, slot="hotel-area", gold="north", value_type="area")
@@ -207,6 +207,16 @@ def test_scorer_counts_and_iuv_coverage() -> None:
     assert s["iuv_coverage"]["area"]["fired"] == 1.0
     with pytest.raises(ValueError, match="no verdict"):
         score_natural(lines, verdicts[:2])
+
+    # the command line reads a verdicts file as `sage-tod evaluate` writes it: run header
+    # first (it used to fail on the header with KeyError 'dialogue_id')
+    from sage_tod.lab.natural_score import main
+
+    sl, vf = tmp_path / "slice.jsonl", tmp_path / "v.jsonl"
+    sl.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    head = {"record": "sage-tod run", "header_version": 1, "format_version": 2}
+    vf.write_text("".join(json.dumps(x) + "\n" for x in [head, *verdicts]))
+    assert main([str(sl), str(vf)]) == 0
 
 
 def test_cli_natural_reports_missing_data(tmp_path: Path) -> None:

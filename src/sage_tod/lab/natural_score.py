@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sage_tod.contracts.run_record import RUN_RECORD
 from sage_tod.lab.natural_values import VALUE_TYPES, same_value
 from sage_tod.outputs.scoring import PRF, prf
 
@@ -197,7 +198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
              if args.system is None or t["meta"]["system"] == args.system]
     if args.half:
         lines = half(lines, args.half)
-    s = score_natural(lines, read_jsonl(args.verdicts), raw=args.raw)
+    # the run header `sage-tod evaluate` writes first is no verdict
+    verdicts = [v for v in read_jsonl(args.verdicts) if v.get("record") != RUN_RECORD]
+    s = score_natural(lines, verdicts, raw=args.raw)
     name = args.slice.name + (" (raw labels)" if args.raw else "") + (
         f" [{args.system}]" if args.system else "") + (
         f" [{args.half} half]" if args.half else "")
