@@ -23,7 +23,7 @@ This module also holds the conversation view both sides read (`ToolView`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ from sage_tod.contracts.criteria import (
     UVArgs,
 )
 from sage_tod.contracts.spec import Derived, SpecBundle, ToolSpec, Workflow
+from sage_tod.contracts.tool_rules import ToolTarget
 from sage_tod.contracts.turns import ToolCall, Turn
 
 
@@ -294,9 +295,9 @@ def handoff_requests(ctx: TurnContext) -> list[Handoff]:
     policy allows a hand-off only for requests outside the tools' scope, and a request
     the policy forbids is the agent's to refuse."""
     calls = ctx.turn.tool_calls or ()
-    hand = next(((i, c) for i, c in enumerate(calls) if not c.error and any(
-        (ts := wf.tools.get(c.name)) is not None and ts.handoff
-        for wf in ctx.spec.workflows.values())), None)
+    transfers = handoff_tools(ctx.spec)
+    hand = next(((i, c) for i, c in enumerate(calls) if not c.error and c.name in transfers),
+                None)
     if hand is None:
         return []
     hist = ctx.turn.history or ()
@@ -460,7 +461,22 @@ _REFUSAL = re.compile(
     r"returned|exchanged)|"
     r"(?:is|are) not (?:eligible|cancell?able|refundable)|(?:does|do) not qualify)\b",
     re.IGNORECASE)
-_TRANSFER = "transfer_to_human_agents"
+
+
+def handoff_tools(spec: SpecBundle) -> frozenset[str]:
+    """The tools the spec marks `handoff: true` (a transfer to a human), in any workflow."""
+    return frozenset(name for wf in spec.workflows.values() for name, ts in wf.tools.items()
+                     if ts.handoff)
+
+
+def read_entities(calls: Iterable[ToolCall], target: ToolTarget) -> tuple[str, ...]:
+    """The entities (`target.result_key` of each record) that successful calls of the
+    target's read tools returned, oldest first, each once: what a declined or handed-off
+    request could have acted on."""
+    return tuple(dict.fromkeys(
+        leaf_text(c.result.get(target.result_key)) for c in calls
+        if c.name in target.read and not c.error and isinstance(c.result, dict)
+        and c.result.get(target.result_key) is not None))
 
 
 @dataclass(frozen=True)
@@ -484,7 +500,8 @@ def declined_actions(ctx: TurnContext) -> list[Declined]:
     ones a `target.read` tool returned (S1 picks the one the user referred to)."""
     calls = ctx.turn.tool_calls or ()
     m = _REFUSAL.search(ctx.turn.agent)
-    handed = any(c.name == _TRANSFER for c in calls)
+    transfers = handoff_tools(ctx.spec)
+    handed = any(c.name in transfers for c in calls)
     if m is None and not handed:
         return []
     hist = ctx.turn.history or ()
@@ -504,12 +521,9 @@ def declined_actions(ctx: TurnContext) -> list[Declined]:
                 if len(verb) < 4 or not re.search(rf"\b{re.escape(verb)}", recent):
                     continue
             t = ts.target
-            ids = [leaf_text(c.result.get(t.result_key)) for c in earlier
-                   if c.name in t.read and not c.error and isinstance(c.result, dict)
-                   and c.result.get(t.result_key) is not None]
             done = {leaf_text(c.arguments.get(t.arg)) for c in earlier
                     if c.name == name and not c.error}
-            left = tuple(dict.fromkeys(i for i in ids if i not in done))
+            left = tuple(i for i in read_entities(earlier, t) if i not in done)
             if not left:
                 continue
             seen.add(name)
@@ -600,6 +614,7 @@ def unfinished_requests(ctx: TurnContext) -> list[Unfinished]:
     answered the last message: a log that ends on the user's request shows no omission."""
     if not ctx.turn.last or not (ctx.turn.agent.strip() or ctx.turn.tool_calls):
         return []  # a user who leaves right after asking gave the agent no turn to act
+    transfers = handoff_tools(ctx.spec)
     hist = ctx.turn.history or ()
     entries: list[tuple[str, int | None, str, str, tuple[ToolCall, ...]]] = [
         ("history.user", i, h.user, h.agent, h.tool_calls) for i, h in enumerate(hist)]
@@ -624,7 +639,7 @@ def unfinished_requests(ctx: TurnContext) -> list[Unfinished]:
         calls = [c for e in after for c in e[4]]
         if any(c.name in doers and not c.error for c in calls):
             continue
-        if any(c.name == _TRANSFER for c in calls) or any(
+        if any(c.name in transfers for c in calls) or any(
                 _REFUSAL.search(e[3]) for e in after):
             continue
         source, index = entries[k][0], entries[k][1]

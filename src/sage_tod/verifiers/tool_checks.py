@@ -36,17 +36,19 @@ from sage_tod.compiler.tool_calls import (
     leaf_text,
     leaves,
     mapped_slot,
+    read_entities,
     refused_sites,
     unfinished_requests,
 )
 from sage_tod.contracts.criteria import EXACT, Decision, IUVArgs, Outcome, PCArgs, Span, UVArgs
+from sage_tod.contracts.spec import ToolSpec, Workflow
 from sage_tod.contracts.tool_rules import (
     ToolPreference,
     ToolRule,
     evaluate_number,
     evaluate_rule,
 )
-from sage_tod.contracts.turns import ToolCall
+from sage_tod.contracts.turns import ToolCall, Turn
 from sage_tod.text.match import find_value
 
 
@@ -990,10 +992,24 @@ def _message(role: str, text: str) -> dict[str, Any]:
             "quoted": money_amounts(text, quoted=True)}
 
 
+# the last turn's transcript: every rule of every call of a turn binds the same one, and
+# reading the amounts of the whole history again for each rule cost more than the rules
+_LAST_TRANSCRIPT: list[tuple[Turn, list[dict[str, Any]]]] = []
+
+
 def transcript(ctx: TurnContext) -> list[dict[str, Any]]:
     """The conversation up to this turn's user message, oldest first: `{role, text,
     amounts, quoted}` (`amounts`: the money amounts the message states, as doubles;
-    `quoted`: those it presents as a charge, refund, cost or difference)."""
+    `quoted`: those it presents as a charge, refund, cost or difference). Built once per
+    turn; callers must not change it (CEL reads a converted copy)."""
+    if _LAST_TRANSCRIPT and _LAST_TRANSCRIPT[0][0] is ctx.turn:
+        return _LAST_TRANSCRIPT[0][1]
+    out = _transcript(ctx)
+    _LAST_TRANSCRIPT[:] = [(ctx.turn, out)]
+    return out
+
+
+def _transcript(ctx: TurnContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for h in ctx.turn.history or ():
         if h.user:
@@ -1035,27 +1051,33 @@ def _handoff(a: PCArgs, ctx: TurnContext) -> Decision:
         ts = wf.tools.get(requested)
         if ts is None or ts.target is None or not any(r.handoff for r in ts.rules):
             continue
-        t = ts.target
-        probe = CallSite(a.call if a.call is not None else 0, ToolCall(name=requested), wf, ts)
-        view = tool_view(ctx, probe)
-        ids = dict.fromkeys(leaf_text(p.call.result.get(t.result_key)) for p in view.prior
-                            if p.call.name in t.read and isinstance(p.call.result, dict)
-                            and p.call.result.get(t.result_key) is not None)
-        for want in ids:
-            site = CallSite(probe.index, ToolCall(name=requested, arguments={t.arg: want}),
-                            wf, ts)
-            bindings, target = rule_bindings(ctx, site, view)
+        index = a.call if a.call is not None else 0
+        view = tool_view(ctx, CallSite(index, ToolCall(name=requested), wf, ts))
+        for want in read_entities((p.call for p in view.prior), ts.target):
+            bindings, target = _probe(ctx, view, requested, wf, ts, index, want)
             for rule in (r for r in ts.rules if r.handoff):
                 judged = judge_rule(rule, bindings, requested)
                 if judged.applies and judged.value is False:
                     return Decision(Outcome.FALSE, 1.0, f"the policy sends this to a human: "
                                     f"rule {rule.id!r} is false for {want!r} "
                                     f"({rule.message or rule.check})",
-                                    rule_span(rule, bindings, target, view, t.result_key))
+                                    rule_span(rule, bindings, target, view,
+                                              ts.target.result_key))
         break
     return Decision(Outcome.TRUE, 0.9, f"the user asked for {a.cue!r}, which {requested} "
                     f"serves, and {a.tool} handed the user over without an attempt or a "
                     "refusal")
+
+
+def _probe(ctx: TurnContext, view: ToolView, tool: str, workflow: Workflow, spec: ToolSpec,
+           index: int, want: str) -> tuple[dict[str, Any], PriorCall | None]:
+    """The rule bindings of a call the agent did not make: `tool` on the entity `want` at
+    position `index` of the turn (a declined or handed-off request judged as if it had
+    been made), and the read record of that entity."""
+    assert spec.target is not None
+    site = CallSite(index, ToolCall(name=tool, arguments={spec.target.arg: want}), workflow,
+                    spec)
+    return rule_bindings(ctx, site, view)
 
 
 def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
@@ -1099,9 +1121,7 @@ def _declined_one(ctx: TurnContext, d: Declined, probe: CallSite, view: ToolView
                   want: str) -> Decision:
     """The declined action on one entity, against every rule of its tool."""
     assert d.spec.target is not None
-    call = ToolCall(name=d.tool, arguments={d.spec.target.arg: want})
-    site = CallSite(probe.index, call, d.workflow, d.spec)
-    bindings, target = rule_bindings(ctx, site, view)
+    bindings, target = _probe(ctx, view, d.tool, d.workflow, d.spec, probe.index, want)
     if target is None:
         return Decision.abstain(f"no read of {want!r} to judge {d.tool} against")
     span = _result_span_of(target)
