@@ -350,3 +350,50 @@ def test_money_amounts_as_agents_write_them() -> None:
     listing = ("I found the Google Home thermostat (item 7747408585, $249.01). The additional "
                "cost for upgrading only the outgoing flight is $105. Total refund: $14,190")
     assert money_amounts(listing, quoted=True) == [105.0, 14190.0]
+
+
+@needs_data
+def test_a_refund_larger_than_the_quote_takes_nothing_from_the_user(tmp_path: Path) -> None:
+    """whissle, task 30 (τ²-bench, MIT): the agent quotes "you will be refunded the
+    difference of $207" (one passenger's) and the change refunds $414 to the two
+    passengers' gift card: the user gets no less than agreed, the rule holds. τ-bench
+    gpt-4o task 22, trial 1: the agent quotes "the remaining cost of $234" and the change
+    refunds $114, less than any amount it stated: the rule fires."""
+    vs = _verdicts(_simulation("30"), tmp_path)
+    rules = [c for v in vs.values() for c in v.criteria
+             if c.id.endswith(":rule:amount-read-back") and "holds" in (c.rationale or "")]
+    assert rules and {c.decision.value for c in rules} == {"false"}
+    if not V1_FULL.exists():
+        pytest.skip("τ-bench v1 trajectories absent ($SAGE_TOD_DATA)")
+    rec = next(r for r in json.loads(V1_FULL.read_text())
+               if r["task_id"] == 22 and r["trial"] == 1)
+    vs = _verdicts([rec], tmp_path)  # type: ignore[arg-type]
+    fired = [c for v in vs.values() for c in v.criteria
+             if c.id.endswith(":rule:amount-read-back") and c.decision.value == "true"]
+    assert fired, "a refund smaller than every quoted amount must fail"
+
+
+@needs_data
+def test_the_hand_off_tool_is_the_one_the_spec_marks(tmp_path: Path) -> None:
+    """Whissle task 28 again with the transfer tool renamed in the log and the spec
+    (`escalate_to_agent`, `handoff: true`): the same criteria are raised and decided, so
+    no tool name is built in; with the mark removed, the call is no hand-off at all."""
+    def run(spec_text: str, doc: dict[str, Any]) -> dict[str, str]:
+        spec_path = tmp_path / "spec.yaml"
+        spec_path.write_text(spec_text)
+        log = tmp_path / "log.json"
+        log.write_text(json.dumps(doc))
+        spec = load_spec(spec_path)
+        recs = read_tau(log, spec).records(spec).records
+        return {c.id: c.decision.value for v in Evaluator(spec, config="s1").evaluate(recs)
+                for c in v.criteria}
+
+    text = AIRLINE.read_text()
+    doc = _simulation("28")
+    before = run(text, doc)
+    renamed = json.loads(json.dumps(doc).replace("transfer_to_human_agents", "escalate_to_agent"))
+    after = run(text.replace("transfer_to_human_agents", "escalate_to_agent"), renamed)
+    assert after == before and any(k.endswith(":handoff") for k in before)
+    unmarked = run(text.replace("transfer_to_human_agents", "escalate_to_agent").replace(
+        "handoff: true}", "handoff: false}"), renamed)
+    assert not any(k.endswith(":handoff") or k.startswith("IUV:declined") for k in unmarked)
