@@ -397,3 +397,23 @@ def test_the_hand_off_tool_is_the_one_the_spec_marks(tmp_path: Path) -> None:
     unmarked = run(text.replace("transfer_to_human_agents", "escalate_to_agent").replace(
         "handoff: true}", "handoff: false}"), renamed)
     assert not any(k.endswith(":handoff") or k.startswith("IUV:declined") for k in unmarked)
+
+
+@needs_data
+def test_a_cancelled_flight_of_another_reservation_is_no_reason_to_cancel(
+        tmp_path: Path) -> None:
+    """claude-opus-4-6 (adaptive), task 39 (τ²-bench leaderboard, MIT): the user cancels
+    "all" reservations; a status read shows HAT116 of 2024-05-03 cancelled, a flight of
+    none of them, and MSJ4OA (economy, insured, "change of plans") is cancelled too. The
+    rule reads the status of the reservation's own flights (`calls[*].result` with the
+    arguments that asked for it): it fires on MSJ4OA and holds for the business ones."""
+    sims = json.loads(WHISSLE.with_name("tau2-airline-claude-opus-4-6-adaptive.json")
+                      .read_text())  # a bare list of simulations
+    sim = next(s for s in sims if str(s["task_id"]) == "39")
+    tasks = json.loads((WHISSLE.parent / "domains" / "airline" / "tasks.json").read_text())
+    doc = {"simulations": [sim], "tasks": [t for t in tasks if str(t["id"]) == "39"]}
+    vs = _verdicts(doc, tmp_path)
+    rules = {c.support.text if c.support else "": c.decision.value for v in vs.values()
+             for c in v.criteria if c.id.endswith(":rule:cancellable")}
+    assert [d for s, d in rules.items() if "MSJ4OA" in s] == ["true"]
+    assert any("business" in s and d == "false" for s, d in rules.items())

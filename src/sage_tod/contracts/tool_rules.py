@@ -28,6 +28,7 @@ is an abstention, never a guess.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -119,6 +120,14 @@ def _program(expr: str) -> Any:
     return env.program(env.compile(expr))
 
 
+@lru_cache(maxsize=4096)
+def _names_used(expr: str) -> frozenset[str]:
+    """The binding names `expr` mentions: only those are converted to CEL values (the
+    conversion of every result and message of a long conversation cost more than the
+    rule), and a name it never mentions cannot change its value."""
+    return frozenset(n for n in PREFERENCE_NAMES if re.search(rf"\b{n}\b", expr))
+
+
 def compile_rule(expr: str, names: frozenset[str] = RULE_NAMES) -> None:
     """Raise `RuleSyntaxError` unless `expr` is a CEL expression over the known names."""
     from celpy.celparser import CELParseError
@@ -195,7 +204,8 @@ def _evaluate(expr: str, bindings: Mapping[str, Any]) -> tuple[Any, str]:
     names = PREFERENCE_NAMES if "item" in bindings else RULE_NAMES
     missing = sorted(n for n in names if bindings.get(n) is None and n in expr)
     try:
-        activation = {k: json_to_cel(v) for k, v in bindings.items()}
+        used = _names_used(expr)
+        activation = {k: json_to_cel(v) for k, v in bindings.items() if k in used}
         out = _program(expr).evaluate(activation)
     except CELEvalError as exc:
         return None, _reason(exc, missing)

@@ -680,11 +680,25 @@ def rule_span(rule: ToolRule, bindings: Mapping[str, Any], target: PriorCall | N
             continue
         if owner == "target" and key is not None and key in record and key not in facts:
             facts = {key: record[key], **facts}
-        text = json.dumps(facts, ensure_ascii=False, sort_keys=True)[:300]
+        text = _facts_text(facts, key)
         return Span(source="tool_result", index=prior.index, start=0, end=len(text),
                     text=text, call=prior.position,
                     path=names[0] if len(names) == 1 and names[0] in facts else None)
     return None if target is None else _result_span_of(target)
+
+
+def _facts_text(facts: dict[str, Any], key: str | None, limit: int = 300) -> str:
+    """The facts as JSON of at most `limit` characters, still JSON: the largest values
+    (a list of flights) give way first, the entity's key and the short facts a rule
+    turns on (cabin, insurance, status) stay."""
+    facts = dict(facts)
+    text = json.dumps(facts, ensure_ascii=False, sort_keys=True)
+    while len(text) > limit and len(facts) > 1:
+        drop = max((k for k in facts if k != key),
+                   key=lambda k: len(json.dumps(facts[k], ensure_ascii=False)))
+        del facts[drop]
+        text = json.dumps(facts, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[:limit]
 
 
 def _id_words(value: str) -> list[str]:
@@ -934,8 +948,8 @@ def rule_bindings(ctx: TurnContext, site: CallSite, view: ToolView
     bindings: dict[str, Any] = {
         "args": dict(site.call.arguments),
         "results": latest,
-        "calls": [{"name": p.call.name, "arguments": dict(p.call.arguments)}
-                  for p in view.prior],
+        "calls": [{"name": p.call.name, "arguments": dict(p.call.arguments),
+                   "result": p.call.result} for p in view.prior],
         "context": dict(ctx.spec.context),
         "target": None if target is None else _as_written(
             target, bool(ctx.spec.tool_workflows(target.call.name))),
