@@ -417,3 +417,18 @@ def test_a_cancelled_flight_of_another_reservation_is_no_reason_to_cancel(
              for c in v.criteria if c.id.endswith(":rule:cancellable")}
     assert [d for s, d in rules.items() if "MSJ4OA" in s] == ["true"]
     assert any("business" in s and d == "false" for s, d in rules.items())
+
+
+@pytest.mark.skipif(not V1_FULL.exists(), reason="tool-agents data absent ($SAGE_TOD_DATA)")
+def test_my_return_flight_names_a_leg_not_a_round_trip(tmp_path: Path) -> None:
+    """τ-bench gpt-4o airline, task 1, trial 0 (MIT): "I need to change my return flight
+    from Texas to Newark" opens a conversation that ends in a booking. "Return" there is
+    the way back, not the trip type: no flight-type value is read from it (the airline
+    spec's round-trip synonyms are "round trip", "return trip", "return ticket"; a bare
+    "return" read as round trip raised IUV on the user's first message)."""
+    rec = next(r for r in json.loads(V1_FULL.read_text())
+               if r["task_id"] == 1 and r["trial"] == 0)
+    vs = _verdicts([rec], tmp_path)  # type: ignore[arg-type]
+    assert vs, "the record gave no turns"
+    assert not [c for v in vs.values() for c in v.criteria
+                if c.id.startswith("IUV:flight-type")]
