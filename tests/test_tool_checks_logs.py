@@ -151,6 +151,12 @@ def test_a_retry_after_a_refused_call_is_carried_by_the_users_instruction(
              if c.id.endswith(":confirmation") and "refused" in c.rationale]
     assert retry and all(c.decision.value == "false" for c in retry)
     assert any("use" in (c.support.text.lower() if c.support else "") for c in retry)
+    # the bags of the same reservation, confirmed with the flight change, go with the
+    # retry: the user's instruction carries them too (and the rationale names the
+    # refused tool, not the bags)
+    bags = [c for c in vs[27].criteria if c.id == "PC:call1:confirmation"]
+    assert [c.decision.value for c in bags] == ["false"]
+    assert "update_reservation_flights was refused" in bags[0].rationale
 
 
 @needs_data

@@ -1174,6 +1174,27 @@ def _refused_before(ctx: TurnContext, site: CallSite) -> bool:
     return any(c.error and c.name == site.call.name for c in earlier)
 
 
+def _target_of(site: CallSite) -> str | None:
+    t = site.tool.target
+    v = None if t is None else site.call.arguments.get(t.arg)
+    return None if v is None else leaf_text(v)
+
+
+def _retried_with(ctx: TurnContext, site: CallSite) -> str | None:
+    """The refused tool this call is retried with: its own earlier refused attempt, or,
+    for a call made together with a retry, the retried tool. An earlier successful
+    committing call of this turn on the same entity may be a retry of a refused attempt
+    (the flight change the user confirmed with its bags was refused for the payment; "use
+    the gift card ..." carries the flight change and the bags on that reservation)."""
+    if _refused_before(ctx, site):
+        return site.call.name
+    mine = _target_of(site)
+    if mine is None:
+        return None
+    return next((s.call.name for s in commit_sites(ctx) if s.index < site.index
+                 and _target_of(s) == mine and _refused_before(ctx, s)), None)
+
+
 def _confirmation(ctx: TurnContext, site: CallSite) -> Decision:
     user = ctx.turn.user
     hist = ctx.turn.history or ()
@@ -1193,12 +1214,13 @@ def _confirmation(ctx: TurnContext, site: CallSite) -> Decision:
             span = Span(source="user", start=m.start(1), end=m.end(1), text=m.group(1))
             return Decision(Outcome.FALSE, 0.8, "the user told the agent to carry out the "
                             "action it had read back", span)
-    if _refused_before(ctx, site):
+    retried = _retried_with(ctx, site)
+    if retried is not None:
         m = _consents(user)
         if m is not None:  # a retry: the user supplies what the refused attempt lacked
             span = Span(source="user", start=m.start(1), end=m.end(1), text=m.group(1))
             return Decision(Outcome.FALSE, 0.8, f"the user told the agent to carry on after "
-                            f"an earlier {site.call.name} was refused", span)
+                            f"an earlier {retried} was refused", span)
     text = user[:200]
     return Decision(Outcome.TRUE, 0.85, f"no explicit yes from the user before {site.call.name}",
                     Span(source="user", start=0, end=len(text), text=text))
