@@ -4,9 +4,10 @@ Real logs (sierra-research/tau2-bench, MIT; data/tool-agents/SOURCES.md):
 - $SAGE_TOD_DATA/tool-agents/tau2-telecom-gpt-4.1.json, task
   `[service_issue]contract_end_suspension|unseat_sim_card[PERSONA:Hard]`: line L1002 is
   suspended with a contract that ended 2025-01-31; the agent sends a payment request for
-  the overdue bill B1234321 (held: the bill list showed it overdue) and, once the user
-  says they paid, resumes the line, which the policy forbids ("You are not allowed to
-  lift the suspension if the line's contract end date is in the past");
+  the overdue bill B1234321 (overdue, as the bill list showed, but asked for by no one
+  and unable to lift this suspension) and, once the user says they paid, resumes the
+  line, which the policy forbids ("You are not allowed to lift the suspension if the
+  line's contract end date is in the past");
 - $SAGE_TOD_DATA/tool-agents/tau2-telecom-gpt-4o.json, task
   `[mobile_data_issue]user_abroad_roaming_disabled_on[PERSONA:Easy]`: the user gives
   555-123-2002 (line L1002) and the agent enables roaming on L1001 (555-123-2001);
@@ -125,3 +126,21 @@ def test_a_refuel_of_the_amount_the_user_asked_holds_and_more_than_2gb_fires(
     for rule in ("amount-from-user", "at-most-2gb"):
         v, c = _criterion(vs, f":rule:{rule}")
         assert v.verdict == "failure" and c.decision.value == "true", rule
+
+
+@needs_data
+def test_an_unasked_payment_request_for_a_line_whose_contract_ended_fires(
+        tmp_path: Path) -> None:
+    """The contract-end task: the user reports "No Signal" and never mentions paying; the
+    agent sends a payment request for the overdue bill and promises the service back,
+    though the suspended line's contract ended, so paying cannot lift the suspension.
+    In the overdue-bill task the suspended line's contract runs on: the unasked request
+    is the policy's own step toward resuming it, and the rule holds."""
+    vs = _verdicts(GPT41, "[service_issue]contract_end_suspension|unseat_sim_card"
+                          "[PERSONA:Hard]", tmp_path)
+    v, c = _criterion(vs, ":rule:payment-asked-or-lifts-suspension")
+    assert v.verdict == "failure" and c.decision.value == "true"
+    vs = _verdicts(GPT41, "[service_issue]airplane_mode_on|overdue_bill_suspension"
+                          "[PERSONA:None]", tmp_path)
+    _, c = _criterion(vs, ":rule:payment-asked-or-lifts-suspension")
+    assert c.decision.value == "false"
