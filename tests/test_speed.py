@@ -221,3 +221,21 @@ def test_bench_speed_reports_each_stage(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, ["bench-speed", str(demo.turns_path()), "--spec",
                                    str(demo.spec_path()), "--stages", "hot"])
     assert bad.exit_code == 2 and "unknown" in bad.output
+
+
+def test_a_spawned_run_reports_its_own_peak_memory_not_its_parents() -> None:
+    """bench-speed runs each stage in a spawned process; from a large parent (a test
+    session, a notebook) the child's `ru_maxrss` starts at the parent's size. The peak is
+    the child's own: with 512 MB held here, a fresh interpreter reports far less."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from sage_tod.lab.speed import peak_rss_kb
+
+    held = bytearray(512 * 1024 * 1024)
+    held[::4096] = b"x" * len(held[::4096])  # touch every page
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        child_kb = pool.submit(peak_rss_kb).result()
+    assert peak_rss_kb() > 512 * 1024  # the parent's peak holds the buffer
+    assert 0 < child_kb < 256 * 1024, child_kb
+    del held

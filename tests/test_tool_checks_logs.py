@@ -344,10 +344,16 @@ def test_the_change_charges_the_amount_the_user_agreed_to(tmp_path: Path) -> Non
         found = [c for c in rules
                  if c.decision.value == "true" or "holds" in (c.rationale or "")]
         assert found and {c.decision.value for c in found} == {expect}, trial
+        if expect == "true":  # the quote the user said yes to, and what the change charged
+            c = found[0]
+            assert c.evidence is not None and c.evidence.source == "history.agent"
+            assert "$597" in c.evidence.text
+            assert c.support is not None and c.support.source == "tool_result"
+            assert "1194" in c.support.text and c.support.path == "payment_history"
 
 
 def test_money_amounts_as_agents_write_them() -> None:
-    from sage_tod.verifiers.tool_checks import money_amounts
+    from sage_tod.text.money import money_amounts
 
     text = ("The upgrade costs $1,194 (was $597.50); a refund of 45 dollars, 30 USD. "
             "Flight HAT123 leaves at 19:00 on 2024-05-22.")

@@ -42,6 +42,7 @@ from sage_tod.contracts.criteria import (
 from sage_tod.contracts.spec import Derived, SpecBundle, ToolSpec, Workflow
 from sage_tod.contracts.tool_rules import ToolTarget
 from sage_tod.contracts.turns import ToolCall, Turn
+from sage_tod.text.money import quoted_span
 
 
 def is_tool_turn(ctx: TurnContext) -> bool:
@@ -360,17 +361,36 @@ def compile_tool_pc(ctx: TurnContext) -> list[Criterion]:
                             rule=f"after:{read}"),
                 question=f"Was {read} called successfully before {name}?",
             ))
-        out.extend(_rule_criteria(site))
+        out.extend(_rule_criteria(ctx, site))
     for site in refused_sites(ctx):
-        out.extend(_rule_criteria(site))
+        out.extend(_rule_criteria(ctx, site))
     return out
 
 
-def _rule_criteria(site: CallSite) -> list[Criterion]:
-    """PC, one per policy rule of the call's tool."""
+def _quoted_charges(ctx: TurnContext) -> Span | None:
+    """The charges the agent's message before this turn quoted ("the additional cost will
+    be $597"): the evidence of a rule over the transcript's amounts, what the user said
+    yes to."""
+    hist = ctx.turn.history or ()
+    text = hist[-1].agent if hist else ""
+    at = quoted_span(text) if text else None
+    if at is None:
+        return None
+    return Span(source="history.agent", index=len(hist) - 1, start=at[0], end=at[1],
+                text=text[at[0]:at[1]])
+
+
+def _rule_criteria(ctx: TurnContext, site: CallSite) -> list[Criterion]:
+    """PC, one per policy rule of the call's tool; a rule over the amounts the agent
+    quoted has that quote as its evidence."""
     out: list[Criterion] = []
     name, i = site.call.name, site.index
+    quote: list[Span | None] = []
     for rule in site.tool.rules:
+        text = f"{rule.when or ''} {rule.check}"
+        reads_quote = "transcript" in text and re.search(r"\.(?:quoted|amounts)\b", text)
+        if reads_quote and not quote:
+            quote.append(_quoted_charges(ctx))
         cond = rule.check if rule.when is None else f"{rule.when} => {rule.check}"
         out.append(Criterion(
             id=f"PC:call{i}:rule:{rule.id}", failure_class=FailureClass.PC,
@@ -379,6 +399,7 @@ def _rule_criteria(site: CallSite) -> list[Criterion]:
             question=(f"Does the policy rule {rule.id!r} hold for this {name} call"
                       f"{': ' + rule.message if rule.message else ''}"
                       f"{' (the tool refused it)' if site.call.error else ''}?"),
+            evidence=quote[0] if reads_quote and quote else None,
         ))
     return out
 

@@ -71,9 +71,23 @@ def _one_run(spec: str, turns: str, config: str, cache: str, threads: int | None
     n = sum(1 for _ in ev.evaluate(records))
     t3 = time.perf_counter()
     c3 = time.process_time()
-    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     return {"turns": n, "read_s": t1 - t0, "load_s": t2 - t1, "eval_s": t3 - t2,
-            "cpu_s": c3 - c2, "rss_mb": rss_kb / 1024.0}
+            "cpu_s": c3 - c2, "rss_mb": peak_rss_kb() / 1024.0}
+
+
+def peak_rss_kb() -> float:
+    """This process's peak resident memory, KiB. Linux's `VmHWM` belongs to the process
+    image and starts again at `exec`; `ru_maxrss` does not, so a run spawned from a large
+    process (a test session of 2.5 GB) would report its parent's size. Elsewhere (no
+    /proc), `ru_maxrss`."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)  # KiB on Linux
 
 
 def _spawned(*args: Any) -> dict[str, float]:

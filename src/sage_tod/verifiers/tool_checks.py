@@ -50,6 +50,7 @@ from sage_tod.contracts.tool_rules import (
 )
 from sage_tod.contracts.turns import ToolCall, Turn
 from sage_tod.text.match import find_value
+from sage_tod.text.money import money_amounts
 
 
 @dataclass(frozen=True)
@@ -649,11 +650,12 @@ def _result_span_of(p: PriorCall) -> Span:
 
 
 # the fields a rule reads: `target.cabin`, `results.get_user_details.membership`
-_RULE_FIELD = re.compile(r"\b(target|results\.[A-Za-z_]\w*)\.([A-Za-z_]\w*)")
+_RULE_FIELD = re.compile(r"\b(target|result|results\.[A-Za-z_]\w*)\.([A-Za-z_]\w*)")
 
 
 def rule_span(rule: ToolRule, bindings: Mapping[str, Any], target: PriorCall | None,
-              view: ToolView, key: str | None = None) -> Span | None:
+              view: ToolView, key: str | None = None, site: CallSite | None = None
+              ) -> Span | None:
     """The facts a rule was decided on: the fields its `when` and `check` read from the
     record the call acts on (or from the latest result of the read they name), as a
     `{field: value}` record, with the field's path when it reads one. Shown as the
@@ -666,6 +668,19 @@ def rule_span(rule: ToolRule, bindings: Mapping[str, Any], target: PriorCall | N
         if m.group(2) not in fields[m.group(1)]:
             fields[m.group(1)].append(m.group(2))
     for owner, names in fields.items():
+        if owner == "result":  # this call's own result (what the change charged)
+            record = bindings.get("result")
+            if site is None or not isinstance(record, dict):
+                continue
+            facts = {n: record[n] for n in names if n in record}
+            if not facts:
+                continue
+            if key is not None and key in record and key not in facts:
+                facts = {key: record[key], **facts}
+            text = _facts_text(facts, key)
+            return Span(source="tool_result", index=None, start=0, end=len(text), text=text,
+                        call=site.index,
+                        path=names[0] if len(names) == 1 and names[0] in facts else None)
         if owner == "target":
             prior, record = target, bindings.get("target")
         else:
@@ -755,7 +770,7 @@ def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
     if not judged.applies:
         return Decision(Outcome.FALSE, 1.0, judged.reason)
     span = rule_span(rule, bindings, target, view,
-                     None if site.tool.target is None else site.tool.target.result_key)
+                     None if site.tool.target is None else site.tool.target.result_key, site)
     if judged.value:
         return Decision(Outcome.FALSE, 1.0, f"rule {rule.id!r} holds", span)
     tried = " (the tool refused the call: the agent tried what the policy rules out)" if (
@@ -970,35 +985,6 @@ def _as_written(target: PriorCall, committed: bool) -> Any:
     over = {k: v for k, v in target.call.arguments.items()
             if k in rec and not isinstance(v, dict | list)}
     return {**rec, **over} if over else rec
-
-
-# a money amount as agents write it: "$1,194", "$597.00", "45 dollars", "30 USD"
-_MONEY = re.compile(r"\$\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d{1,2})?|"
-                    r"\b(\d+)(\.\d{1,2})?\s?(?:dollars|USD)\b", re.IGNORECASE)
-
-
-# words that present an amount as what the user pays or gets back ("the additional cost
-# will be $597", "a refund of $38", "Total refund: $14,190"), not a price in a list
-_CHARGE_CUE = re.compile(r"\b(?:charge[ds]?|charging|refund(?:ed|s)?|cost|costs|total|"
-                         r"difference|pay|paying|paid|payment|fee|additional|owe|due|"
-                         r"credit(?:ed)?|saving|savings|save)\b", re.IGNORECASE)
-
-
-def money_amounts(text: str, quoted: bool = False) -> list[float]:
-    """Every money amount the text states, as numbers (a rule compares them with the
-    amounts the results hold: "the change charges what the agent read back"); with
-    `quoted`, only those a charge word ("cost", "refund", "difference", "total") leads
-    to in the same sentence, within 120 characters."""
-    out: list[float] = []
-    for m in _MONEY.finditer(text):
-        if quoted:
-            head = text[max(0, m.start() - 120):m.start()]
-            head = re.split(r"[.!?\n](?:\s|$)", head)[-1]
-            if not _CHARGE_CUE.search(head):
-                continue
-        whole, cents = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-        out.append(float(whole.replace(",", "") + (cents or "")))
-    return out
 
 
 def _message(role: str, text: str) -> dict[str, Any]:
