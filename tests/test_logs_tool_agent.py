@@ -72,3 +72,26 @@ def test_two_commands_as_documented(tmp_path: Path, monkeypatch: pytest.MonkeyPa
               for k in ("failure", "acceptable", "undecided")}
     assert _pasted_counts(pasted) == counts == _pasted_counts(got), \
         "docs/logs.md: the pasted verdict counts are stale; rerun the two commands"
+
+
+def test_a_structured_output_agent_is_read_as_the_words_it_says() -> None:
+    """toolorchestra (τ²-bench leaderboard, airline, task 41; MIT) answers in JSON: its
+    words to the user in `message`, a question in `clarification_question`. The importer
+    reads such a message as its words first, then each other field as `key: value`, so
+    the readers see sentences and line breaks instead of JSON escapes; any other message,
+    braces inside included, is left as it is."""
+    from sage_tod.importers.chat import prose
+
+    said = ('{\n  "message": "I can get the exact total. Please provide: 1) your user id, '
+            'and 2) either the reservation id for your upcoming flight.",\n  '
+            '"clarification_question": "Do you want the total number of free checked bags '
+            'included with your reservation?"\n}')
+    assert prose(said).splitlines() == [
+        "I can get the exact total. Please provide: 1) your user id, and 2) either the "
+        "reservation id for your upcoming flight.",
+        "clarification_question: Do you want the total number of free checked bags "
+        "included with your reservation?"]
+    nested = '{"response": "Done.", "details": {"refund": 38, "to": ["card"]}}'
+    assert prose(nested) == "Done.\ndetails.refund: 38\ndetails.to: card"
+    for text in ("Your total is {see below}", '{"not": json', "[1, 2]", "{}"):
+        assert prose(text) == text

@@ -80,6 +80,46 @@ def _text(content: Any, path: str | Path, line: int | None, loc: str) -> str:
                      f"{type(content).__name__}", line=line, field=f"{loc}.content")
 
 
+# the fields a structured-output agent puts its words to the user in
+_SAID = ("message", "response", "content", "text", "reply", "answer")
+
+
+def prose(text: str) -> str:
+    """An agent message that is a JSON object (a structured-output agent:
+    `{"message": "...", "proposed_action": {...}}`) as the text a user reads: the field
+    holding its words first, then every other string, number or flag as `key: value`
+    lines (nested keys dotted, list items one per line). The readers of confirmations,
+    refusals and quoted amounts read sentences and line breaks, which the JSON escapes
+    hide ("\\n"); any other text is returned as it is."""
+    stripped = text.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}")):
+        return text
+    try:
+        doc = json.loads(stripped)
+    except ValueError:
+        return text
+    if not isinstance(doc, dict) or not doc:
+        return text
+    lines: list[str] = []
+    said = next((k for k in _SAID if isinstance(doc.get(k), str)), None)
+    if said is not None:
+        lines.append(doc[said])
+
+    def walk(value: Any, key: str) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{key}.{k}" if key else str(k))
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, key)
+        elif value is not None:
+            shown = value if isinstance(value, str) else json.dumps(value)
+            lines.append(f"{key}: {shown}" if key else shown)
+
+    walk({k: v for k, v in doc.items() if k != said}, "")
+    return "\n".join(lines)
+
+
 def _call(raw: Any, path: str | Path, line: int | None, loc: str) -> Call:
     if not isinstance(raw, dict):
         raise InputError(path, "a tool call must be an object", line=line, field=loc)
@@ -124,7 +164,8 @@ def parse_messages(raw: Any, path: str | Path, line: int | None, loc: str) -> li
         if role not in ROLES:
             raise InputError(path, f"unknown role {m['role']!r} (expected one of "
                              f"{', '.join(ROLES)})", line=line, field=f"{mloc}.role")
-        msg = Message(role, _text(m.get("content"), path, line, mloc), i)
+        text = _text(m.get("content"), path, line, mloc)
+        msg = Message(role, prose(text) if role == "assistant" else text, i)
         if role == "assistant":
             calls = m.get("tool_calls") or []
             if not isinstance(calls, list):
