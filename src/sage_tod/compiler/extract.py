@@ -27,14 +27,15 @@ from typing import Protocol
 from sage_tod.compiler.cues import SlotCues, cue_tokens, domain_words, slot_cues
 from sage_tod.compiler.descriptors import clause_negated, find_descriptors
 from sage_tod.compiler.dontcare import find_waivers, waived_value
+from sage_tod.compiler.lexicon import lexicon
 from sage_tod.compiler.names import find_typed_names
 from sage_tod.compiler.offers import find_acceptance
 from sage_tod.contracts.criteria import EXACT, EXTRACTION_FLOOR
-from sage_tod.contracts.spec import Derived, SlotSpec, SpecBundle, Workflow
+from sage_tod.contracts.spec import Derived, SpecBundle, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import normalize_boolean
 from sage_tod.text.dates import date_key, find_dates, same_day
-from sage_tod.text.match import Found, anchor_tokens, find_value, is_negated, text_tokens
+from sage_tod.text.match import Found, find_value, is_negated, text_tokens
 from sage_tod.text.normalize import basic, tokens_before, tokens_with_spans
 from sage_tod.text.numbers import number_token
 from sage_tod.text.places import find_places, is_place_slot, name_spans, same_place
@@ -377,39 +378,6 @@ class _Free(Protocol):
     def __call__(self, s: int, e: int, source: str = "") -> bool: ...
 
 
-# (length, form, canonical value, slot, anchor tokens, the form without spaces)
-_Form = tuple[int, str, str, SlotSpec, frozenset[str] | None, str]
-
-
-def _build_categorical_forms(wf: Workflow) -> tuple[_Form, ...]:
-    """Every surface form `_categorical` looks for, longest first, with the tokens a text
-    must hold for `find_value` to find it (`match.anchor_tokens`); built once per
-    workflow (`_CATEGORICAL_FORMS`), not per turn."""
-    forms: list[tuple[int, str, str, SlotSpec]] = []
-    for spec in wf.slots.values():
-        if spec.type in {"categorical", "boolean"} or (spec.values and spec.type == "free"):
-            for canon in spec.values:
-                for f in spec.surface_forms(canon):
-                    forms.append((len(basic(f)), f, canon, spec))
-                    if (spec.type == "categorical" and normalize_boolean(f) is None
-                            and f.isalpha() and len(f) >= 4 and not f.endswith("s")):
-                        # "museums", "cinemas": a type asked for in the plural
-                        forms.append((len(basic(f)) + 1, f + "s", canon, spec))
-                    words = basic(f).split()
-                    if spec.type == "categorical" and any(
-                            w.endswith("s") and len(w) > 4 for w in words):
-                        # "King 's Lynn" for "kings lynn": the possessive as tokenised
-                        alt = " ".join(w[:-1] + " s" if w.endswith("s") and len(w) > 4 else w
-                                       for w in words)
-                        forms.append((len(basic(f)), alt, canon, spec))
-    return tuple((n, f, canon, spec, anchor_tokens(f), _compact(f)) for n, f, canon, spec
-                 in sorted(forms, key=lambda x: -x[0]))
-
-
-_CATEGORICAL_FORMS: Derived[Workflow, tuple[_Form, ...]] = Derived(
-    "extract.categorical_forms", _build_categorical_forms)
-
-
 def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
     text = turn.user
     after = turn.after()
@@ -417,10 +385,15 @@ def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
     toks = tokens_with_spans(text)
     said = text_tokens(text)
     bigrams = {t1 + t2: (s1, e2) for (t1, s1, _), (t2, _, e2) in pairwise(toks)}
-    for _, f, canon, spec, anchors, compact in _CATEGORICAL_FORMS.of(wf):
-        # a form none of whose possible first tokens the text holds is not in it
-        hit = (find_value(text, f, None) if anchors is None or not anchors.isdisjoint(said)
-               else None)
+    lex = lexicon(wf)
+    # only the forms one of whose possible first tokens the text holds, or whose compact
+    # spelling is one of its bigrams, can be in it (`Lexicon.candidates`)
+    for i in lex.candidates(said, bigrams):
+        vf = lex.forms[i]
+        f, canon, spec, anchors, compact = vf.form, vf.canon, vf.spec, vf.anchors, vf.compact
+        found = (vf.query.find(text) if anchors is None or not anchors.isdisjoint(said)
+                 else None)
+        hit = found[0] if found else None
         if hit is None and len(compact) >= 8 and compact in bigrams:
             # "swimming pool" for the value "swimmingpool" ("concert halls": "concerthalls")
             b_start, b_end = bigrams[compact]
@@ -684,8 +657,7 @@ def _places(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
     history = turn.history or ()
     last_agent = history[-1].agent if history else ""
     cues = slot_cues(wf)
-    categorical = {basic(f) for sp in wf.slots.values() for v in sp.values
-                   for f in sp.surface_forms(v)}
+    categorical = lexicon(wf).value_words
     generic = domain_words(wf)
     for m in find_places(text):
         if not free(m.start, m.end, "place"):

@@ -25,14 +25,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from sage_tod.compiler.cues import domain_words
+from sage_tod.compiler.lexicon import lexicon
 from sage_tod.compiler.offers import name_slot, offered_names, overlaps
-from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
-from sage_tod.text.normalize import basic
+from sage_tod.text.normalize import basic, spellings, token_text
 from sage_tod.text.places import name_spans
 from sage_tod.text.sentences import sentences
 
@@ -130,8 +132,7 @@ def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = fro
         return []
     text = turn.user
     mixed = any(c.isupper() for c in text)
-    others = ({basic(f) for sp in wf.slots.values() for v in sp.values
-               for f in sp.surface_forms(v)} | set(domain_words(wf)) | {basic(wf.id)})
+    others = lexicon(wf).others
     held = [v for v in (*turn.after().values(), *turn.before().values()) if v]
     out: list[TypedName] = []
     seen: set[str] = set()
@@ -184,7 +185,7 @@ def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = fro
     return out
 
 
-def _agent_names(agent: str, wf: Workflow, others: set[str]) -> list[str]:
+def _agent_names(agent: str, wf: Workflow, others: AbstractSet[str]) -> list[str]:
     """The names the agent's turn wrote as names: what it offered (`offers.offered_names`)
     and its capitalised spans of two words or more that are no value, town or task word."""
     # an offered name of one lower-case word may be a verb the offering phrase caught
@@ -218,7 +219,7 @@ def _singular(words: Iterable[str]) -> set[str]:
     return {v for w in words for v in (w, w[:-1] if len(w) > 3 and w.endswith("s") else w)}
 
 
-def _said_back(turn: Turn, wf: Workflow, others: set[str],
+def _said_back(turn: Turn, wf: Workflow, others: AbstractSet[str],
                other_words: frozenset[str] = frozenset()) -> tuple[str, int, int] | None:
     """One of the names the agent's last turn wrote, said again by the user in any case and
     outside a question ("give me information on cherry hinton hall and grounds" after
@@ -230,11 +231,21 @@ def _said_back(turn: Turn, wf: Workflow, others: set[str],
     history = turn.history or ()
     if not history:
         return None
-    agent_words = basic(history[-1].agent[-600:]).split()
+    agent = history[-1].agent[-600:]
     # a name said back shares a word with the agent's turn that is no function word or
-    # value (checked first: most turns share none, and reading the agent's names is dear)
-    shared = set(basic(turn.user).split()) & set(agent_words)
-    if not {w for w in shared if len(w) > 2 and w not in others and w not in _COMMON}:
+    # value (checked first: most turns share none, and reading the agent's names is dear).
+    # The user's such words are first looked for in the agent's string: a token of a text
+    # is spelt in its `token_text` as one of its `spellings`, so where none is there the
+    # agent's turn holds none of them and is never tokenised
+    mine = {w for w in basic(turn.user).split()
+            if len(w) > 2 and w not in others and w not in _COMMON}
+    if not mine:
+        return None
+    folded = token_text(agent)
+    if not any(sp in folded for w in mine for sp in spellings(w)):
+        return None
+    agent_words = basic(agent).split()
+    if not mine & set(agent_words):
         return None
     said = _singular(agent_words)
     own = _singular([*domain_words(wf), *basic(wf.id).split()])
@@ -254,10 +265,10 @@ def _said_back(turn: Turn, wf: Workflow, others: set[str],
     return hits[0] if len(hits) == 1 else None
 
 
-def _heads(wf: Workflow) -> frozenset[str]:
+def _build_heads(wf: Workflow) -> frozenset[str]:
     """What ends an entity's name in this workflow: each value of a slot about the
     entity's type, in every surface form ("guest house", "college"), and the workflow's
-    own words ("restaurant")."""
+    own words ("restaurant"). Built once per workflow (`_HEADS`)."""
     out = set(domain_words(wf))
     for spec in wf.slots.values():
         if spec.values and "type" in f"{spec.name} {spec.description}".lower():
@@ -265,7 +276,14 @@ def _heads(wf: Workflow) -> frozenset[str]:
     return frozenset(out)
 
 
-def _headed(text: str, cue: re.Match[str], wf: Workflow, others: set[str]
+_HEADS: Derived[Workflow, frozenset[str]] = Derived("names.heads", _build_heads)
+
+
+def _heads(wf: Workflow) -> frozenset[str]:
+    return _HEADS.of(wf)
+
+
+def _headed(text: str, cue: re.Match[str], wf: Workflow, others: AbstractSet[str]
             ) -> tuple[int, int] | None:
     """A lower-case "the X <type>" after a request cue, whose X is no value."""
     if not cue.group(0).lower().rstrip().endswith("the"):
@@ -294,7 +312,7 @@ def _offered(turn: Turn, value: str) -> bool:
     return any(find_value(h.agent, value, None) for h in (turn.history or ())[-2:])
 
 
-def _picked(turn: Turn, others: set[str]) -> tuple[str, int, int] | None:
+def _picked(turn: Turn, others: AbstractSet[str]) -> tuple[str, int, int] | None:
     """A reply that opens with a name the agent's last turn listed ("Varsity Restaurant.
     Please make a reservation ..."): the user picks it."""
     history = turn.history or ()

@@ -21,9 +21,10 @@ anything less sure is left to S2. The evidence span is the acceptance in u_t.
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from sage_tod.compiler.cues import domain_words
+from sage_tod.compiler.lexicon import lexicon
 from sage_tod.contracts.spec import Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
@@ -142,18 +143,10 @@ def accepts(user: str) -> tuple[int, int] | None:
 
 def name_slot(wf: Workflow) -> str | None:
     """The workflow's free slot that names the entity ("hotel-name", "restaurant_name")."""
-    names = [s.name for s in wf.slots.values() if s.type == "free"
-             and "name" in re.findall(r"[a-z]+", s.name.lower())]
-    return names[0] if len(names) == 1 else None
+    return lexicon(wf).name_slot
 
 
-def _others(wf: Workflow) -> set[str]:
-    """Words that are values of other slots or the task's own words, never a name alone."""
-    out = {basic(f) for sp in wf.slots.values() for v in sp.values for f in sp.surface_forms(v)}
-    return out | set(domain_words(wf)) | {basic(wf.id)}
-
-
-def _clean(span: str, others: set[str]) -> str | None:
+def _clean(span: str, others: AbstractSet[str]) -> str | None:
     words = span.split()
     while words and (words[-1].lower() in _STOP or not any(c.isalnum() for c in words[-1])):
         words.pop()  # "the la margherita - it 's cheap": a dash ends the name
@@ -175,7 +168,8 @@ def _clean(span: str, others: set[str]) -> str | None:
 def offered_names(agent: str, wf: Workflow) -> list[str]:
     """The names the agent's turn offers, in order, each once."""
     text = _PLACEHOLDER.sub(" , ", agent)
-    others = _others(wf)
+    # values of other slots and the task's own words, never a name alone
+    others = lexicon(wf).others
     found: dict[str, str] = {}
     for n, m in enumerate(_OFFERING.finditer(text)):
         if n >= _MAX_OFFERS:
@@ -212,7 +206,7 @@ def offered_names(agent: str, wf: Workflow) -> list[str]:
     return list(found.values())
 
 
-def _subject(sentence: str, others: set[str]) -> str | None:
+def _subject(sentence: str, others: AbstractSet[str]) -> str | None:
     """The entity a sentence of the agent opens with, in any case ("the fez club is at 8
     market passage"), when its words are no pronoun, attribute or value of another slot."""
     m = _SUBJECT.match(sentence)

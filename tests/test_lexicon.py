@@ -1,0 +1,103 @@
+"""The workflow lexicon (`compiler.lexicon`) agrees with the paths it replaces.
+
+`Lexicon.candidates` picks a turn's categorical forms from its tokens instead of
+screening every form of the workflow; it must return exactly the forms the old
+loop found anything for (any anchor among the text's content tokens, no anchors,
+or the compact spelling among its bigrams), in the same reading order. The
+prepared `ValueQuery` of a form finds what `find_values(text, form, None)` finds,
+and the said-back screen in `names` (the user's distinctive words looked for in
+the agent's string) is a necessary condition for them to be among its tokens.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sage_tod.compiler.lexicon import lexicon
+from sage_tod.contracts.spec import parse_spec
+from sage_tod.text.match import find_values, text_tokens
+from sage_tod.text.normalize import basic_tokens, spellings, token_text, tokens_with_spans
+from test_extract_natural import SPEC
+
+_SPEC = parse_spec(SPEC)
+_WFS = list(_SPEC.workflows.values())
+
+
+def _vocabulary() -> list[str]:
+    """Every word of every value form of the spec, glued and split variants, and words
+    the tokenizer rewrites: texts made of them hit many anchors and bigrams."""
+    words: set[str] = {"a", "the", "not", "two", "center", "guesthouse", "'s", ",", "?",
+                       "please", "nightclubs", "swimming", "pool", "free", "yes", "no"}
+    for wf in _WFS:
+        for vf in lexicon(wf).forms:
+            toks = vf.form.split()
+            words.update(toks)
+            words.add("".join(toks))
+            words.update(t + "s" for t in toks)
+    return sorted(words)
+
+
+_VOCAB = _vocabulary()
+_TEXTS = st.lists(st.sampled_from(_VOCAB), min_size=0, max_size=14).map(" ".join)
+
+
+def _old_candidates(text: str, wf_index: int) -> list[int]:
+    """The forms the loop over every form found anything for."""
+    lex = lexicon(_WFS[wf_index])
+    said = text_tokens(text)
+    toks = tokens_with_spans(text)
+    bigrams = {t1 + t2 for (t1, _, _), (t2, _, _) in pairwise(toks)}
+    return [i for i, vf in enumerate(lex.forms)
+            if vf.anchors is None or not vf.anchors.isdisjoint(said)
+            or (len(vf.compact) >= 8 and vf.compact in bigrams)]
+
+
+def test_the_lexicon_has_forms_to_screen() -> None:
+    assert sum(len(lexicon(wf).forms) for wf in _WFS) > 20
+    assert any(lexicon(wf).by_compact for wf in _WFS)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_TEXTS, wf_index=st.integers(min_value=0, max_value=len(_WFS) - 1))
+def test_candidates_are_the_forms_the_full_loop_reads(text: str, wf_index: int) -> None:
+    lex = lexicon(_WFS[wf_index])
+    toks = tokens_with_spans(text)
+    bigrams = {t1 + t2: None for (t1, _, _), (t2, _, _) in pairwise(toks)}
+    got = lex.candidates(text_tokens(text), bigrams)
+    assert got == _old_candidates(text, wf_index)
+    # a form left out finds nothing in the text
+    for i, vf in enumerate(lex.forms):
+        if i not in got:
+            assert not find_values(text, vf.form, None), (text, vf.form)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_TEXTS, wf_index=st.integers(min_value=0, max_value=len(_WFS) - 1))
+def test_prepared_queries_find_what_find_values_finds(text: str, wf_index: int) -> None:
+    for vf in lexicon(_WFS[wf_index]).forms:
+        assert vf.query.find(text) == find_values(text, vf.form, None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(user=_TEXTS, agent=_TEXTS)
+def test_said_back_screen_is_necessary(user: str, agent: str) -> None:
+    """A user token among the agent's tokens has a spelling in the agent's string."""
+    folded = token_text(agent)
+    agent_tokens = set(basic_tokens(agent))
+    for w in basic_tokens(user):
+        if w in agent_tokens:
+            assert any(sp in folded for sp in spellings(w)), (w, agent)
+
+
+def test_name_slot_and_value_words_match_the_schema() -> None:
+    for wf in _WFS:
+        lex = lexicon(wf)
+        names = [s for s, sp in wf.slots.items() if sp.type == "free" and "name" in s]
+        assert lex.name_slot == (names[0] if len(names) == 1 else None)
+        for sp in wf.slots.values():
+            for v in sp.values:
+                assert " ".join(basic_tokens(v)) in lex.value_words
+        assert lex.value_words <= lex.others
