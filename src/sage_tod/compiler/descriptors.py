@@ -19,6 +19,7 @@ Questions ("do they have free internet?") and negated phrases claim nothing.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sage_tod.compiler.cues import cue_tokens, slot_cues
@@ -27,7 +28,7 @@ from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import normalize_boolean
 from sage_tod.text.match import is_negated
 from sage_tod.text.normalize import basic
-from sage_tod.text.sentences import sentences
+from sage_tod.text.sentences import Sentence, sentences
 
 _FOOD_SLOT = re.compile(r"\b(?:food|cuisine|cuisines)\b", re.IGNORECASE)
 _BEFORE_HEAD = re.compile(r"\b([A-Za-z]+(?: [A-Za-z]+)?) (?:food|cuisine|restaurants?|dishes)\b")
@@ -87,14 +88,16 @@ def _yes_slots(wf: Workflow) -> list[str]:
             if s.values and {normalize_boolean(v) for v in s.values} >= {"true", "false"}]
 
 
-def find_descriptors(turn: Turn, wf: Workflow) -> list[Descriptor]:
-    """Cuisines and wanted amenities stated in u_t (not in its questions)."""
+def find_descriptors(turn: Turn, wf: Workflow, *, sents: Sequence[Sentence] | None = None
+                     ) -> list[Descriptor]:
+    """Cuisines and wanted amenities stated in u_t (not in its questions); `sents`: the
+    sentences of u_t when the caller has read them (`utterance.UserTurn`)."""
     text = turn.user
     out: list[Descriptor] = []
     foods = _food_slots(wf)
     yes = _yes_slots(wf)
     cues = slot_cues(wf)
-    for sent in sentences(text):
+    for sent in (sentences(text) if sents is None else sents):
         if len(out) >= 8:
             break  # a long utterance may repeat a phrase thousands of times
         if sent.text.rstrip().endswith("?"):

@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from sage_tod.compiler.cues import domain_words
 from sage_tod.compiler.lexicon import lexicon
 from sage_tod.compiler.offers import name_slot, offered_names, overlaps
+from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
 from sage_tod.text.normalize import basic, spellings, token_text
 from sage_tod.text.places import name_spans
-from sage_tod.text.sentences import sentences
 
 # a question about an entity, not a request put as one ("could you get me a table ... at
 # the Travellers Rest?" picks it)
@@ -123,17 +123,19 @@ def _span_after(text: str, at: int, capitalised: bool) -> tuple[int, int] | None
     return at, at + len(" ".join(words))
 
 
-def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = frozenset()
-                     ) -> list[TypedName]:
+def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = frozenset(), *,
+                     user: UserTurn | None = None) -> list[TypedName]:
     """Names u_t types for the workflow's name slot (`other_words`: the words that name
-    the spec's other workflows, `extract._OTHER_WORDS`)."""
+    the spec's other workflows, `extract._OTHER_WORDS`; `user`: u_t as the extractor read
+    it, with the turn's states)."""
     slot = name_slot(wf)
     if slot is None:
         return []
     text = turn.user
     mixed = any(c.isupper() for c in text)
     others = lexicon(wf).others
-    held = [v for v in (*turn.after().values(), *turn.before().values()) if v]
+    u = UserTurn(turn) if user is None else user
+    held = [v for v in (*u.after.values(), *u.before.values()) if v]
     out: list[TypedName] = []
     seen: set[str] = set()
     for cue, naming in ((_NAMING, True), (_ABOUT, False)):
@@ -179,7 +181,7 @@ def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = fro
         out.append(TypedName(slot, picked[0], picked[1], picked[2], 0.9))
         seen.add(basic(picked[0]))
     if not out:
-        said = _said_back(turn, wf, others, other_words)
+        said = _said_back(u, wf, others, other_words)
         if said is not None and not any(overlaps(h, said[0]) for h in held):
             out.append(TypedName(slot, *said, 0.9))
     return out
@@ -219,7 +221,7 @@ def _singular(words: Iterable[str]) -> set[str]:
     return {v for w in words for v in (w, w[:-1] if len(w) > 3 and w.endswith("s") else w)}
 
 
-def _said_back(turn: Turn, wf: Workflow, others: AbstractSet[str],
+def _said_back(u: UserTurn, wf: Workflow, others: AbstractSet[str],
                other_words: frozenset[str] = frozenset()) -> tuple[str, int, int] | None:
     """One of the names the agent's last turn wrote, said again by the user in any case and
     outside a question ("give me information on cherry hinton hall and grounds" after
@@ -228,6 +230,7 @@ def _said_back(turn: Turn, wf: Workflow, others: AbstractSet[str],
     user's lower case is not; two names said leave the pick open, and so does a list of
     another workflow's entities ("I have 4 movies to recommend" in a restaurant turn, SGD
     dialogue 24_00098)."""
+    turn = u.turn
     history = turn.history or ()
     if not history:
         return None
@@ -252,12 +255,12 @@ def _said_back(turn: Turn, wf: Workflow, others: AbstractSet[str],
     if said & _singular(other_words) and not said & own:
         return None
     hits: list[tuple[str, int, int]] = []
-    for name in _agent_names(history[-1].agent[-600:], wf, others):
+    for name in _agent_names(agent, wf, others):
         hit = find_value(turn.user, name, wf.slots.get(name_slot(wf) or ""))
         if hit is None:
             continue
         if any(x.start <= hit.start < x.end and _ASKS_ABOUT.match(x.text)
-               for x in sentences(turn.user)):
+               for x in u.sentences):
             continue  # "Is the Gonville Hotel in the same price range ...?": asked about
         if _REFUSE.search(turn.user[max(0, hit.start - 30):hit.start]):
             continue  # "not the Cambridge Punter"

@@ -21,6 +21,7 @@ anything less sure is left to S2. The evidence span is the acceptance in u_t.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
@@ -30,7 +31,7 @@ from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
 from sage_tod.text.normalize import basic
 from sage_tod.text.places import name_spans
-from sage_tod.text.sentences import sentences
+from sage_tod.text.sentences import Sentence, sentences
 
 _ASSENT = re.compile(
     r"^\s*(?:yes|yeah|yep|yup|sure|ok|okay|alright|great|perfect|excellent|wonderful|fantastic"
@@ -254,8 +255,10 @@ def _lists_others(agent: str, name: str) -> bool:
 _ANSWERS = frozenset({"yes", "no", "sure", "ok", "okay", "great", "well", "yeah"})
 
 
-def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
-    """The name u_t accepts from the last agent turn, or None."""
+def find_acceptance(turn: Turn, wf: Workflow, *, after: Mapping[str, str] | None = None,
+                    sents: Sequence[Sentence] | None = None) -> Acceptance | None:
+    """The name u_t accepts from the last agent turn, or None (`after`: `turn.after()`,
+    `sents`: the sentences of u_t, when the caller has them)."""
     history = turn.history or ()
     slot = name_slot(wf)
     if not history or slot is None:
@@ -270,7 +273,7 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
     names = offered_names(agent, wf)
     if len(names) != 1:
         return None  # nothing offered, or several: which one is taken is not said
-    held = turn.after().get(slot)
+    held = (turn.after() if after is None else after).get(slot)
     if held and overlaps(held, names[0]):
         return None  # s_t records it, in another spelling ("pizza hut fenditton")
     span = accepts(turn.user)
@@ -292,7 +295,7 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
         # acceptance too, but the user may be booking something else
         b = _BOOKING_WORDS.search(turn.user)
         if b is None or not _BOOKING_WORDS.search(agent) or _REFUSE.search(turn.user):
-            return _named_back(turn, names[0], wf, slot)
+            return _named_back(turn, names[0], wf, slot, sents)
         span = b.start(), b.end()
     # a plain "yes" to booking the one name offered, or to a proposal ("How about X?",
     # "Would that work for you?"): sure. Anything less ("Would you like the address?" -
@@ -319,13 +322,14 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
 NAMED_BACK_CONFIDENCE = 0.6
 
 
-def _named_back(turn: Turn, name: str, wf: Workflow, slot: str) -> Acceptance | None:
+def _named_back(turn: Turn, name: str, wf: Workflow, slot: str,
+                sents: Sequence[Sentence] | None = None) -> Acceptance | None:
     """u_t says `name`, the one name the agent's last turn offered, not to turn it down."""
     hit = find_value(turn.user, name, wf.slots.get(slot), fuzzy=True)
     if hit is None:
         return None
     if any(s.start <= hit.start < s.end and s.text.rstrip().endswith("?")
-           for s in sentences(turn.user)):
+           for s in (sentences(turn.user) if sents is None else sents)):
         return None  # "Is there an entrance fee for Ballare?" asks about it, takes nothing
     clause = _CLAUSE.split(turn.user[hit.end:], maxsplit=1)[0]
     if _REFUSE.search(turn.user[max(0, hit.start - 30):hit.start]) or _REFUSE.search(clause):
