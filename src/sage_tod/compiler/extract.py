@@ -365,7 +365,7 @@ def _extract_from_text(u: UserTurn, wf: Workflow, other_words: frozenset[str] = 
                               "dontcare"))
 
     # 9. an accepted offer: "Yes, book it" -> the name the agent offered (compiler/offers.py)
-    acc = find_acceptance(u.turn, wf, after=after, sents=sents)
+    acc = find_acceptance(u.turn, wf, user=u)
     if acc is not None and not any(acc.slot in ex.candidates for ex in out):
         out.append(Extraction(acc.value, (acc.slot,), acc.start, acc.end, acc.confidence,
                               "accepted_offer"))

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from sage_tod.compiler.cues import domain_words
 from sage_tod.compiler.lexicon import lexicon
-from sage_tod.compiler.offers import name_slot, offered_names, overlaps
+from sage_tod.compiler.offers import name_slot, offered_in, overlaps
 from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
@@ -187,12 +187,13 @@ def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = fro
     return out
 
 
-def _agent_names(agent: str, wf: Workflow, others: AbstractSet[str]) -> list[str]:
+def _agent_names(agent: str, wf: Workflow, others: AbstractSet[str], u: UserTurn
+                 ) -> list[str]:
     """The names the agent's turn wrote as names: what it offered (`offers.offered_names`)
     and its capitalised spans of two words or more that are no value, town or task word."""
     # an offered name of one lower-case word may be a verb the offering phrase caught
     # ("i hope i have been of help")
-    found = {basic(n): n for n in offered_names(agent, wf)
+    found = {basic(n): n for n in offered_in(agent, wf, u)
              if len(n.split()) > 1 or n[:1].isupper()}
     for span in name_spans(_PLACEHOLDER.sub(" , ", agent)):
         key = basic(span.text)
@@ -255,7 +256,7 @@ def _said_back(u: UserTurn, wf: Workflow, others: AbstractSet[str],
     if said & _singular(other_words) and not said & own:
         return None
     hits: list[tuple[str, int, int]] = []
-    for name in _agent_names(agent, wf, others):
+    for name in _agent_names(agent, wf, others, u):
         hit = find_value(turn.user, name, wf.slots.get(name_slot(wf) or ""))
         if hit is None:
             continue

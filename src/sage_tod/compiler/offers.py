@@ -21,11 +21,12 @@ anything less sure is left to S2. The evidence span is the acceptance in u_t.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from sage_tod.compiler.lexicon import lexicon
+from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.spec import Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
@@ -255,10 +256,21 @@ def _lists_others(agent: str, name: str) -> bool:
 _ANSWERS = frozenset({"yes", "no", "sure", "ok", "okay", "great", "well", "yeah"})
 
 
-def find_acceptance(turn: Turn, wf: Workflow, *, after: Mapping[str, str] | None = None,
-                    sents: Sequence[Sentence] | None = None) -> Acceptance | None:
-    """The name u_t accepts from the last agent turn, or None (`after`: `turn.after()`,
-    `sents`: the sentences of u_t, when the caller has them)."""
+def offered_in(agent: str, wf: Workflow, user: UserTurn | None) -> list[str]:
+    """`offered_names(agent, wf)`, read once per turn (`UserTurn.offers`)."""
+    if user is None:
+        return offered_names(agent, wf)
+    key = (agent, wf.id)
+    got = user.offers.get(key)
+    if got is None:
+        got = user.offers[key] = tuple(offered_names(agent, wf))
+    return list(got)
+
+
+def find_acceptance(turn: Turn, wf: Workflow, *, user: UserTurn | None = None
+                    ) -> Acceptance | None:
+    """The name u_t accepts from the last agent turn, or None (`user`: u_t as the
+    extractor read it, with the turn's states)."""
     history = turn.history or ()
     slot = name_slot(wf)
     if not history or slot is None:
@@ -270,10 +282,10 @@ def find_acceptance(turn: Turn, wf: Workflow, *, after: Mapping[str, str] | None
         booking = None
     if not _OFFER_QUESTION.search(agent) and not reported and booking is None:
         return None  # nothing proposed ("Is there anything else?")
-    names = offered_names(agent, wf)
+    names = offered_in(agent, wf, user)
     if len(names) != 1:
         return None  # nothing offered, or several: which one is taken is not said
-    held = (turn.after() if after is None else after).get(slot)
+    held = (turn.after() if user is None else user.after).get(slot)
     if held and overlaps(held, names[0]):
         return None  # s_t records it, in another spelling ("pizza hut fenditton")
     span = accepts(turn.user)
@@ -295,7 +307,8 @@ def find_acceptance(turn: Turn, wf: Workflow, *, after: Mapping[str, str] | None
         # acceptance too, but the user may be booking something else
         b = _BOOKING_WORDS.search(turn.user)
         if b is None or not _BOOKING_WORDS.search(agent) or _REFUSE.search(turn.user):
-            return _named_back(turn, names[0], wf, slot, sents)
+            return _named_back(turn, names[0], wf, slot,
+                               None if user is None else user.sentences)
         span = b.start(), b.end()
     # a plain "yes" to booking the one name offered, or to a proposal ("How about X?",
     # "Would that work for you?"): sure. Anything less ("Would you like the address?" -

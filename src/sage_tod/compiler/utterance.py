@@ -31,7 +31,7 @@ class UserTurn:
     """One turn's user text and states, each reading computed once (module docstring)."""
 
     __slots__ = ("_clause_ends", "_dates", "_said", "_sentences", "_times", "after",
-                 "before", "text", "turn")
+                 "before", "offers", "text", "turn")
 
     def __init__(self, turn: Turn, after: Mapping[str, str] | None = None,
                  before: Mapping[str, str] | None = None) -> None:
@@ -45,6 +45,9 @@ class UserTurn:
         self._dates: tuple[DateMention, ...] | None = None
         self._said: frozenset[str] | None = None
         self._clause_ends: list[int] | None = None
+        # (agent text, workflow id) -> the names that text offers (`offers.offered_in`):
+        # the acceptance and the said-back readers both read the agent's last turn
+        self.offers: dict[tuple[str, str], tuple[str, ...]] = {}
 
     @property
     def last_agent(self) -> str:
