@@ -1,4 +1,4 @@
-"""The workflow lexicon (`compiler.lexicon`) agrees with the paths it replaces.
+"""The per-workflow tables (`compiler.lexicon`, `detect`) agree with the paths they replace.
 
 `Lexicon.candidates` picks a turn's categorical forms from its tokens instead of
 screening every form of the workflow; it must return exactly the forms the old
@@ -16,10 +16,12 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sage_tod.compiler import detect
 from sage_tod.compiler.lexicon import lexicon
-from sage_tod.contracts.spec import parse_spec
+from sage_tod.contracts.spec import Workflow, parse_spec
 from sage_tod.text.match import find_values, text_tokens
-from sage_tod.text.normalize import basic_tokens, spellings, token_text, tokens_with_spans
+from sage_tod.text.normalize import basic_tokens, fold, spellings, token_text, tokens_with_spans
+from sage_tod.text.sentences import sentences
 from test_extract_natural import SPEC
 
 _SPEC = parse_spec(SPEC)
@@ -101,3 +103,65 @@ def test_name_slot_and_value_words_match_the_schema() -> None:
             for v in sp.values:
                 assert " ".join(basic_tokens(v)) in lex.value_words
         assert lex.value_words <= lex.others
+
+
+# -- the agent-side tables of `compiler.detect` --------------------------------------------
+
+_CUE_SPEC = parse_spec({"workflows": [{
+    "id": "hotel",
+    "confirmation_cues": ["all set", "two rooms", "guesthouse booked", "see you"],
+    "slots": [{"name": "hotel-area", "type": "categorical",
+               "values": ["centre", "north"], "synonyms": {"centre": ["city center"]}},
+              {"name": "hotel-people", "type": "number"}],
+}]})
+_CUE_WORDS = ["all", "set", "two", "2", "rooms", "room", "guest", "house", "guesthouse",
+              "booked", "see", "you", "center", "centre", "city", "north", ".", "?", "not",
+              "I", "have", "reference", "number", "what", "time", "how", "many"]
+_AGENT = st.lists(st.sampled_from(_CUE_WORDS), min_size=0, max_size=16).map(" ".join)
+
+
+def _old_confirmation_span(text: str, wf: Workflow) -> tuple[int, int, bool] | None:
+    """`detect._confirmation_span` as it was: every sentence tokenised, cues per call."""
+    implied: tuple[int, int, bool] | None = None
+    cue_tokens = [basic_tokens(c) for c in wf.confirmation_cues]
+    for sent in sentences(text):
+        s, sentence = sent.start, sent.text
+        if sentence.rstrip().endswith("?"):
+            continue
+        folded = fold(sentence)
+        if detect._REFUSAL.search(folded):
+            continue
+        toks = tokens_with_spans(sentence)
+        words = [t for t, _, _ in toks]
+        for cue in cue_tokens:
+            n = len(cue)
+            for i in range(len(words) - n + 1):
+                if cue and words[i:i + n] == cue:
+                    return s + toks[i][1], s + toks[i + n - 1][2], True
+        for pat in detect._STRONG_CONFIRM:
+            m = pat.search(folded)
+            if m:
+                return s + m.start(), s + m.end(), True
+        m = detect._IMPLIED_CONFIRM.search(folded)
+        if m and implied is None and not detect._DEFERRAL.search(folded):
+            implied = (s + m.start(), s + m.end(), False)
+    return implied
+
+
+def _old_names_a_value(sentence: str, slot: str, wf: Workflow) -> bool:
+    spec = wf.slots[slot]
+    if not spec.values:
+        return False
+    joined = f" {' '.join(basic_tokens(sentence))} "
+    return any(f" {' '.join(basic_tokens(f))} " in joined
+               for v in spec.values for f in spec.surface_forms(v))
+
+
+@settings(max_examples=400, deadline=None)
+@given(agent=_AGENT)
+def test_detect_tables_agree_with_the_per_sentence_path(agent: str) -> None:
+    wf = _CUE_SPEC.workflow("hotel")
+    assert wf is not None
+    assert detect._confirmation_span(agent, wf) == _old_confirmation_span(agent, wf)
+    for slot in wf.slots:
+        assert detect._names_a_value(agent, slot, wf) == _old_names_a_value(agent, slot, wf)
