@@ -16,9 +16,10 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sage_tod.compiler import detect
+from sage_tod.compiler import descriptors, detect, dontcare
 from sage_tod.compiler.lexicon import lexicon
 from sage_tod.contracts.spec import Workflow, parse_spec
+from sage_tod.contracts.turns import parse_turn
 from sage_tod.text.match import find_values, text_tokens
 from sage_tod.text.normalize import basic_tokens, fold, spellings, token_text, tokens_with_spans
 from sage_tod.text.sentences import sentences
@@ -165,3 +166,48 @@ def test_detect_tables_agree_with_the_per_sentence_path(agent: str) -> None:
     assert detect._confirmation_span(agent, wf) == _old_confirmation_span(agent, wf)
     for slot in wf.slots:
         assert detect._names_a_value(agent, slot, wf) == _old_names_a_value(agent, slot, wf)
+
+
+# -- the waiver screen of `compiler.dontcare` -----------------------------------------------
+
+_WAIVER_WORDS = ["it", "does", "doesn't", "doesn", "'t", "n't", "not", "matter", "i", "don't",
+                 "care", "no", "none", "nope", "preference", "any", "area", "price", "time",
+                 "after", "is", "fine", "really", ".", ",", "?", "!", "but", "cheap", "north",
+                 "know", "either", "whichever", "works", "i'm", "flexible", "particular"]
+_USER = st.lists(st.sampled_from(_WAIVER_WORDS), min_size=0, max_size=14).map(" ".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(user=_USER, agent=st.sampled_from(["What area would you like?",
+                                          "Do you have a price preference?", "",
+                                          "I have a cheap one and an expensive one."]))
+def test_waiver_screen_changes_nothing(user: str, agent: str) -> None:
+    turn = parse_turn({"dialogue_id": "d", "turn_id": 1, "workflow": "hotel", "user": user,
+                       "agent": "ok", "state_before": {}, "state_after": {},
+                       "history": [{"user": "hi", "agent": agent}] if agent else []},
+                      _SPEC).turn
+    wf = _SPEC.workflow("hotel")
+    assert wf is not None
+    assert dontcare.find_waivers(turn, wf) == dontcare._read_waivers(turn, wf)
+
+
+_DESCRIBING = ["thai", "food", "cuisine", "restaurant", "serves", "serving", "italian", "a",
+               "need", "free", "wifi", "parking", "with", "has", "internet", "not", "doesn't",
+               "include", ".", "?", ",", "cheap", "Indian", "dishes", "specializes", "in"]
+_DESCRIBED = st.lists(st.sampled_from(_DESCRIBING), min_size=0, max_size=12).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(user=_DESCRIBED, wf_index=st.integers(min_value=0, max_value=len(_WFS) - 1))
+def test_descriptor_screen_changes_nothing(user: str, wf_index: int) -> None:
+    turn = parse_turn({"dialogue_id": "d", "turn_id": 1, "workflow": _WFS[wf_index].id,
+                       "user": user, "agent": "ok", "state_before": {}, "state_after": {}},
+                      _SPEC).turn
+    wf = _WFS[wf_index]
+    assert descriptors.find_descriptors(turn, wf) == descriptors._read_descriptors(turn, wf)
+
+
+def test_the_descriptor_screen_is_exercised() -> None:
+    """Some workflow of the spec has a food slot and some a yes/no one."""
+    assert any(descriptors._SLOTS.of(wf)[0] for wf in _WFS)
+    assert any(descriptors._SLOTS.of(wf)[1] for wf in _WFS)
