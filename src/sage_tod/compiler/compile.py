@@ -112,7 +112,8 @@ def _may_hold(ctx: TurnContext, candidates: Sequence[str], value: str) -> list[s
 def _iuv(ctx: TurnContext) -> list[Criterion]:
     out = []
     seen: set[tuple[str, ...]] = set()
-    for ex in extract_user_values(ctx.turn, ctx.workflow, ctx.spec):
+    for ex in extract_user_values(ctx.turn, ctx.workflow, ctx.spec, after=ctx.after,
+                                  before=ctx.before):
         key = (*ex.candidates, *ex.readings)
         if key in seen:  # the same value said again: one criterion (checked once: a long
             continue     # utterance may repeat a value thousands of times)

@@ -19,15 +19,16 @@ Questions ("do they have free internet?") and negated phrases claim nothing.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sage_tod.compiler.cues import cue_tokens, slot_cues
-from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import normalize_boolean
 from sage_tod.text.match import is_negated
 from sage_tod.text.normalize import basic
-from sage_tod.text.sentences import sentences
+from sage_tod.text.sentences import Sentence, sentences
 
 _FOOD_SLOT = re.compile(r"\b(?:food|cuisine|cuisines)\b", re.IGNORECASE)
 _BEFORE_HEAD = re.compile(r"\b([A-Za-z]+(?: [A-Za-z]+)?) (?:food|cuisine|restaurants?|dishes)\b")
@@ -87,14 +88,33 @@ def _yes_slots(wf: Workflow) -> list[str]:
             if s.values and {normalize_boolean(v) for v in s.values} >= {"true", "false"}]
 
 
-def find_descriptors(turn: Turn, wf: Workflow) -> list[Descriptor]:
-    """Cuisines and wanted amenities stated in u_t (not in its questions)."""
+_SLOTS: Derived[Workflow, tuple[list[str], list[str]]] = Derived(
+    "descriptors.slots", lambda wf: (_food_slots(wf), _yes_slots(wf)))
+
+
+def find_descriptors(turn: Turn, wf: Workflow, *, sents: Sequence[Sentence] | None = None
+                     ) -> list[Descriptor]:
+    """Cuisines and wanted amenities stated in u_t (not in its questions); `sents`: the
+    sentences of u_t when the caller has read them (`utterance.UserTurn`)."""
+    foods, yes = _SLOTS.of(wf)
+    text = turn.user
+    # a phrase matched inside a sentence matches in the whole text (a sentence ends after
+    # its punctuation, or at the text's end): where none does, no sentence needs reading
+    # (`tests/test_lexicon.py` compares with `_read_descriptors`)
+    if ((not foods or (_BEFORE_HEAD.search(text) is None and _AFTER_VERB.search(text) is None))
+            and (not yes or _WANT_AMENITY.search(text) is None)):
+        return []
+    return _read_descriptors(turn, wf, sents)
+
+
+def _read_descriptors(turn: Turn, wf: Workflow, sents: Sequence[Sentence] | None = None
+                      ) -> list[Descriptor]:
+    """`find_descriptors` without its screen."""
     text = turn.user
     out: list[Descriptor] = []
-    foods = _food_slots(wf)
-    yes = _yes_slots(wf)
+    foods, yes = _SLOTS.of(wf)
     cues = slot_cues(wf)
-    for sent in sentences(text):
+    for sent in (sentences(text) if sents is None else sents):
         if len(out) >= 8:
             break  # a long utterance may repeat a phrase thousands of times
         if sent.text.rstrip().endswith("?"):

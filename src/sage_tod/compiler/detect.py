@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sage_tod.compiler.cues import cue_tokens, slot_cues
-from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
-from sage_tod.text.normalize import basic_tokens, fold, tokens_with_spans
+from sage_tod.text.normalize import basic_tokens, fold, spellings, token_text, tokens_with_spans
 from sage_tod.text.sentences import sentences
 
 _REQUEST_OPENERS = re.compile(
@@ -38,6 +38,9 @@ _INTERROGATIVES: dict[str, tuple[str, ...]] = {
     "which day": ("date",),
     "what date": ("date",),
 }
+# each interrogative as a word pattern, compiled once (not per sentence)
+_INTERROGATIVE_RES = tuple((re.compile(rf"\b{phrase}\b"), types)
+                           for phrase, types in _INTERROGATIVES.items())
 _STRONG_CONFIRM = [
     re.compile(p) for p in (
         r"\b(i|we)\s*(have|'ve|ve)\s+(now\s+|successfully\s+|just\s+|gone ahead and\s+)?"
@@ -112,8 +115,8 @@ def detect_requests(turn: Turn, wf: Workflow) -> list[Request]:
         folded = fold(sentence)
         toks = cue_tokens(sentence)
         hits = cues.slots_for(toks)
-        for phrase, types in _INTERROGATIVES.items():
-            if re.search(rf"\b{phrase}\b", folded):
+        for pattern, types in _INTERROGATIVE_RES:
+            if pattern.search(folded):
                 for spec in wf.slots.values():
                     if spec.type in types:
                         hits[spec.name] = hits.get(spec.name, 0) + 1
@@ -136,14 +139,33 @@ def detect_requests(turn: Turn, wf: Workflow) -> list[Request]:
     return found
 
 
+@dataclass(frozen=True)
+class _AgentTables:
+    """Per workflow (`_TABLES`): each listed slot's value forms as folded token strings
+    padded with spaces (what `_names_a_value` looks for), and the confirmation cues'
+    tokens; both were rebuilt for every agent sentence."""
+
+    value_forms: dict[str, tuple[str, ...]]
+    confirmation_cues: tuple[tuple[str, ...], ...]
+
+    @staticmethod
+    def build(wf: Workflow) -> _AgentTables:
+        forms = {name: tuple(f" {' '.join(basic_tokens(f))} " for v in spec.values
+                             for f in spec.surface_forms(v))
+                 for name, spec in wf.slots.items() if spec.values}
+        return _AgentTables(forms, tuple(tuple(basic_tokens(c)) for c in wf.confirmation_cues))
+
+
+_TABLES: Derived[Workflow, _AgentTables] = Derived("detect.agent_tables", _AgentTables.build)
+
+
 def _names_a_value(sentence: str, slot: str, wf: Workflow) -> bool:
-    spec = wf.slots[slot]
-    if not spec.values:
+    forms = _TABLES.of(wf).value_forms.get(slot)
+    if not forms:
         return False
     toks = basic_tokens(sentence)
     joined = f" {' '.join(toks)} "
-    return any(f" {' '.join(basic_tokens(f))} " in joined
-               for v in spec.values for f in spec.surface_forms(v))
+    return any(f in joined for f in forms)
 
 
 def _cue_span(text: str, slot: str, wf: Workflow) -> tuple[int, int]:
@@ -189,7 +211,7 @@ def promised_booking(text: str) -> str | None:
 
 def _confirmation_span(text: str, wf: Workflow) -> tuple[int, int, bool] | None:
     implied: tuple[int, int, bool] | None = None
-    cue_tokens = [basic_tokens(c) for c in wf.confirmation_cues]
+    cue_tokens = [c for c in _TABLES.of(wf).confirmation_cues if c]
     for sent in sentences(text):
         s, sentence = sent.start, sent.text
         if sentence.rstrip().endswith("?"):
@@ -197,13 +219,17 @@ def _confirmation_span(text: str, wf: Workflow) -> tuple[int, int, bool] | None:
         folded = fold(sentence)
         if _REFUSAL.search(folded):
             continue
-        toks = tokens_with_spans(sentence)
-        words = [t for t, _, _ in toks]
-        for cue in cue_tokens:
-            n = len(cue)
-            for i in range(len(words) - n + 1):
-                if cue and words[i:i + n] == cue:
-                    return s + toks[i][1], s + toks[i + n - 1][2], True
+        # a cue's first token is spelt in the sentence's `token_text` as one of its
+        # `spellings` wherever the cue is said: a sentence with none is not tokenised
+        raw = token_text(sentence)
+        if any(sp in raw for cue in cue_tokens for sp in spellings(cue[0])):
+            toks = tokens_with_spans(sentence)
+            words = tuple(t for t, _, _ in toks)
+            for cue in cue_tokens:
+                n = len(cue)
+                for i in range(len(words) - n + 1):
+                    if words[i:i + n] == cue:
+                        return s + toks[i][1], s + toks[i + n - 1][2], True
         for pat in _STRONG_CONFIRM:
             m = pat.search(folded)
             if m:

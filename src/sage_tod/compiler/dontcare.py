@@ -181,6 +181,18 @@ def _qualified(wf: Workflow, slots: tuple[str, ...], rest: str) -> bool:
 
 def find_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
     """The slots u_t waives, with the waiver's span."""
+    text = _GLUED.sub("", turn.user.lower())
+    if "no" not in text and _WAIVER.search(text) is None:
+        # no waiver phrase anywhere (a match inside a sentence is one in the whole text:
+        # no sentence ends inside a phrase or before the words its look-ahead reads), and
+        # every bare answer `_BARE_NO` reads opens with "no": nothing to read sentence by
+        # sentence (`tests/test_lexicon.py` compares with `_read_waivers`)
+        return []
+    return _read_waivers(turn, wf)
+
+
+def _read_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
+    """`find_waivers` without its screen: u_t sentence by sentence."""
     text, where = _glue(turn.user)
     waivable = _waivable(wf)
     asked = _last_questions(turn)

@@ -27,20 +27,22 @@ from typing import Protocol
 from sage_tod.compiler.cues import SlotCues, cue_tokens, domain_words, slot_cues
 from sage_tod.compiler.descriptors import clause_negated, find_descriptors
 from sage_tod.compiler.dontcare import find_waivers, waived_value
+from sage_tod.compiler.lexicon import lexicon
 from sage_tod.compiler.names import find_typed_names
 from sage_tod.compiler.offers import find_acceptance
+from sage_tod.compiler.utterance import CLAUSE_END, UserTurn
 from sage_tod.contracts.criteria import EXACT, EXTRACTION_FLOOR
-from sage_tod.contracts.spec import Derived, SlotSpec, SpecBundle, Workflow
+from sage_tod.contracts.spec import Derived, SpecBundle, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import normalize_boolean
-from sage_tod.text.dates import date_key, find_dates, same_day
-from sage_tod.text.match import Found, anchor_tokens, find_value, is_negated, text_tokens
+from sage_tod.text.dates import date_key, same_day
+from sage_tod.text.match import Found, find_value, is_negated
 from sage_tod.text.normalize import basic, tokens_before, tokens_with_spans
 from sage_tod.text.numbers import number_token
 from sage_tod.text.places import find_places, is_place_slot, name_spans, same_place
-from sage_tod.text.sentences import sentences
+from sage_tod.text.sentences import Sentence
 from sage_tod.text.spans import Taken
-from sage_tod.text.times import find_times, normalize_time
+from sage_tod.text.times import normalize_time
 
 # how many further occurrences of one yes/no word are read ("free wifi and free parking")
 _MAX_REPEATS = 8
@@ -60,8 +62,6 @@ _WHAT_QUESTION = re.compile(r"^\s*(what'?s|what is|what are|what will|could you 
                             r"can you tell me)\b", re.IGNORECASE)
 # values found by their shape rather than by a schema list may sit in a what-question
 _SHAPE_SOURCES = frozenset({"date", "place", "name"})
-# a negation does not reach past a clause boundary ("No, the 8th.", "not Friday, Saturday")
-_CLAUSE_END = re.compile(r"[,;:.!?]")
 _PREP_HINTS = {"from": {"departure", "depart", "leave", "leaving", "origin", "originates",
                         "pickup", "from", "start"},
                "leaving": {"departure", "depart", "leave", "leaving", "origin", "originates",
@@ -128,8 +128,8 @@ class Extraction:
         return len(self.candidates) == 1 and self.confidence >= EXACT
 
 
-def _entity_question_spans(text: str) -> list[tuple[int, int]]:
-    return [(s.start, s.end) for s in sentences(text) if _QUESTION_ABOUT_ENTITY.match(s.text)]
+def _entity_question_spans(sents: Sequence[Sentence]) -> list[tuple[int, int]]:
+    return [(s.start, s.end) for s in sents if _QUESTION_ABOUT_ENTITY.match(s.text)]
 
 
 # "Are there any cheap guesthouses in the north?": a search for entities with these
@@ -139,18 +139,19 @@ _SEARCH_FOR_ENTITIES = re.compile(
     r"|are any)\b", re.IGNORECASE)
 
 
-def _entity_search_spans(text: str, others: frozenset[str]) -> list[tuple[int, int]]:
+def _entity_search_spans(sents: Sequence[Sentence], others: frozenset[str]
+                         ) -> list[tuple[int, int]]:
     """Searches for this workflow's entities ("are there any attractions in the centre?"
     searches another workflow: `others` are its words, plural or not)."""
-    return [(s.start, s.end) for s in sentences(text)
+    return [(s.start, s.end) for s in sents
             if _SEARCH_FOR_ENTITIES.match(s.text) and s.text.endswith("?")
             and not {t[:-1] if t.endswith("s") else t for t in basic(s.text).split()} & others]
 
 
-def _search_question_spans(text: str) -> list[tuple[int, int]]:
+def _search_question_spans(sents: Sequence[Sentence]) -> list[tuple[int, int]]:
     """Questions that search ("is there anything in Phoenix?", "what's the weather on the
     7th?"): the dates, places and names they carry are constraints."""
-    return [(s.start, s.end) for s in sentences(text)
+    return [(s.start, s.end) for s in sents
             if (_WHAT_QUESTION.match(s.text) or _SEARCH_QUESTION.match(s.text))
             and s.text.endswith("?")]
 
@@ -207,13 +208,16 @@ def _confidence(n_candidates: int, narrowed: bool) -> float:
     return 1.0 / n_candidates
 
 
-def extract_user_values(turn: Turn, wf: Workflow, spec: SpecBundle | None = None
-                        ) -> list[Extraction]:
+def extract_user_values(turn: Turn, wf: Workflow, spec: SpecBundle | None = None, *,
+                        after: Mapping[str, str] | None = None,
+                        before: Mapping[str, str] | None = None) -> list[Extraction]:
     """What the user supplied in u_t.
 
     Declared `user_values` count for any slot of the spec's schema (a turn
     routed to the wrong intent of a service still must not drop them); the
     text extractor looks only for slots of `wf`, where it knows the cues.
+    `after` and `before` are `turn.after()` and `turn.before()` when the caller has
+    them (the turn context): the readers share them instead of rebuilding them.
     """
     if turn.user_values is not None:
         out = []
@@ -229,7 +233,7 @@ def extract_user_values(turn: Turn, wf: Workflow, spec: SpecBundle | None = None
                                   "user_values"))
         return [e for e in out if e.confidence >= EXTRACTION_FLOOR]
     others = _OTHER_WORDS.of(spec).of(spec, wf) if spec is not None else frozenset()
-    return [e for e in _extract_from_text(turn, wf, others)
+    return [e for e in _extract_from_text(UserTurn(turn, after, before), wf, others)
             if e.confidence >= EXTRACTION_FLOOR]
 
 
@@ -258,16 +262,17 @@ _OTHER_WORDS: Derived[SpecBundle, _OtherWorkflowWords] = Derived(
     "extract.other_workflow_words", _OtherWorkflowWords)
 
 
-def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = frozenset()
+def _extract_from_text(u: UserTurn, wf: Workflow, other_words: frozenset[str] = frozenset()
                        ) -> list[Extraction]:
-    text = turn.user
-    skip = _entity_question_spans(text)
-    what = _search_question_spans(text)
-    searching = _entity_search_spans(text, other_words)
+    text = u.text
+    sents = u.sentences
+    skip = _entity_question_spans(sents)
+    what = _search_question_spans(sents)
+    searching = _entity_search_spans(sents, other_words)
     taken = Taken()  # claimed spans, searched in O(log n)
     out: list[Extraction] = []
-    after = turn.after()
-    clause_ends = [m.end() for m in _CLAUSE_END.finditer(text)]
+    after = u.after
+    clause_ends = u.clause_ends
 
     def free(s: int, e: int, source: str = "") -> bool:
         if taken.overlaps(s, e):
@@ -297,7 +302,7 @@ def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = f
 
     # 1. free values the state records (names, places): longest first
     recorded: dict[str, list[str]] = {}
-    for state in (after, turn.before()):
+    for state in (after, u.before):
         for slot, value in state.items():
             sspec = wf.slots.get(slot)
             if sspec is not None and sspec.type == "free" and slot not in recorded.get(value, []):
@@ -314,25 +319,25 @@ def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = f
             add(value, slots, hit.start, hit.end, "state", confidence=weak)
 
     # 2. categorical values and synonyms, longest surface form first
-    _categorical(turn, wf, add, free)
+    _categorical(u, wf, add, free)
 
     # 3. clock times (a time s_t holds still keeps its words from being read as a count)
-    taken.extend(_times(turn, wf, add))
+    taken.extend(_times(u, wf, add))
 
     # 4. counts next to a cue word ("4 people", "three nights")
-    _counts(text, wf, add, free)
+    _counts(u, wf, add, free)
 
     # 5. dates for date slots: "March 12th", "the 11th", "tomorrow", "next Monday"
-    taken.extend(_dates(turn, wf, add))
+    taken.extend(_dates(u, wf, add))
 
     # 6. place names for free slots that hold a city, area or location
-    _places(turn, wf, add, free)
+    _places(u, wf, add, free)
 
     # 7. people's names after a role word ("directed by Morton DaCosta", "stars X")
-    _people(turn, wf, add, free)
+    _people(u, wf, add, free)
 
     # 7a. cuisines said as a modifier, amenities asked for with a verb ("include wifi")
-    for d in find_descriptors(turn, wf):
+    for d in find_descriptors(u.turn, wf, sents=sents):
         same = [i for i, ex in enumerate(out) if ex.candidates == d.slots
                 and normalize_boolean(ex.value) is not None
                 and normalize_boolean(ex.value) == normalize_boolean(d.value)]
@@ -347,12 +352,12 @@ def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = f
             narrowed=list(d.slots), floor=EXACT if d.confidence >= EXACT else None)
 
     # 7b. entity names after a naming cue or a request ("called X", "a table at X")
-    for tn in find_typed_names(turn, wf, other_words):
+    for tn in find_typed_names(u.turn, wf, other_words, user=u):
         add(tn.value, [tn.slot], tn.start, tn.end, "typed_name", confidence=tn.confidence,
             narrowed=[tn.slot], floor=EXACT if tn.confidence >= EXACT else None)
 
     # 8. waivers: "it doesn't matter", "no preference" -> dontcare (compiler/dontcare.py)
-    for w in find_waivers(turn, wf):
+    for w in find_waivers(u.turn, wf):
         if taken.overlaps(w.start, w.end):
             continue
         taken.add(w.start, w.end)
@@ -360,7 +365,7 @@ def _extract_from_text(turn: Turn, wf: Workflow, other_words: frozenset[str] = f
                               "dontcare"))
 
     # 9. an accepted offer: "Yes, book it" -> the name the agent offered (compiler/offers.py)
-    acc = find_acceptance(turn, wf)
+    acc = find_acceptance(u.turn, wf, user=u)
     if acc is not None and not any(acc.slot in ex.candidates for ex in out):
         out.append(Extraction(acc.value, (acc.slot,), acc.start, acc.end, acc.confidence,
                               "accepted_offer"))
@@ -377,50 +382,22 @@ class _Free(Protocol):
     def __call__(self, s: int, e: int, source: str = "") -> bool: ...
 
 
-# (length, form, canonical value, slot, anchor tokens, the form without spaces)
-_Form = tuple[int, str, str, SlotSpec, frozenset[str] | None, str]
-
-
-def _build_categorical_forms(wf: Workflow) -> tuple[_Form, ...]:
-    """Every surface form `_categorical` looks for, longest first, with the tokens a text
-    must hold for `find_value` to find it (`match.anchor_tokens`); built once per
-    workflow (`_CATEGORICAL_FORMS`), not per turn."""
-    forms: list[tuple[int, str, str, SlotSpec]] = []
-    for spec in wf.slots.values():
-        if spec.type in {"categorical", "boolean"} or (spec.values and spec.type == "free"):
-            for canon in spec.values:
-                for f in spec.surface_forms(canon):
-                    forms.append((len(basic(f)), f, canon, spec))
-                    if (spec.type == "categorical" and normalize_boolean(f) is None
-                            and f.isalpha() and len(f) >= 4 and not f.endswith("s")):
-                        # "museums", "cinemas": a type asked for in the plural
-                        forms.append((len(basic(f)) + 1, f + "s", canon, spec))
-                    words = basic(f).split()
-                    if spec.type == "categorical" and any(
-                            w.endswith("s") and len(w) > 4 for w in words):
-                        # "King 's Lynn" for "kings lynn": the possessive as tokenised
-                        alt = " ".join(w[:-1] + " s" if w.endswith("s") and len(w) > 4 else w
-                                       for w in words)
-                        forms.append((len(basic(f)), alt, canon, spec))
-    return tuple((n, f, canon, spec, anchor_tokens(f), _compact(f)) for n, f, canon, spec
-                 in sorted(forms, key=lambda x: -x[0]))
-
-
-_CATEGORICAL_FORMS: Derived[Workflow, tuple[_Form, ...]] = Derived(
-    "extract.categorical_forms", _build_categorical_forms)
-
-
-def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
-    text = turn.user
-    after = turn.after()
+def _categorical(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
+    text = u.text
+    after = u.after
     by_span: dict[tuple[int, int], tuple[str, list[str]]] = {}
-    toks = tokens_with_spans(text)
-    said = text_tokens(text)
+    toks = u.tokens
+    said = u.said
     bigrams = {t1 + t2: (s1, e2) for (t1, s1, _), (t2, _, e2) in pairwise(toks)}
-    for _, f, canon, spec, anchors, compact in _CATEGORICAL_FORMS.of(wf):
-        # a form none of whose possible first tokens the text holds is not in it
-        hit = (find_value(text, f, None) if anchors is None or not anchors.isdisjoint(said)
-               else None)
+    lex = lexicon(wf)
+    # only the forms one of whose possible first tokens the text holds, or whose compact
+    # spelling is one of its bigrams, can be in it (`Lexicon.candidates`)
+    for i in lex.candidates(said, bigrams):
+        vf = lex.forms[i]
+        f, canon, spec, anchors, compact = vf.form, vf.canon, vf.spec, vf.anchors, vf.compact
+        found = (vf.query.find(text) if anchors is None or not anchors.isdisjoint(said)
+                 else None)
+        hit = found[0] if found else None
         if hit is None and len(compact) >= 8 and compact in bigrams:
             # "swimming pool" for the value "swimmingpool" ("concert halls": "concerthalls")
             b_start, b_end = bigrams[compact]
@@ -443,7 +420,7 @@ def _categorical(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
     for (s, e), (value, slots) in sorted(by_span.items()):
         near = [t for t, ts, te in toks if te <= s][-3:] + [t for t, ts, te in toks if ts >= e][:3]
         if basic(value) in generic and not (set(near) & _CONTRAST and _other_value_said(
-                text, value, slots, wf)) and not _other_value_offered(turn, value, slots, wf, s):
+                text, value, slots, wf)) and not _other_value_offered(u, value, slots, wf, s):
             # "book the hotel", "a cheap hotel": the workflow's own name refers to the
             # task, not to a slot, unless contrasted with another value ("a hotel, not a
             # guesthouse") or said against another value the agent offered
@@ -495,7 +472,7 @@ def _compact(value: str) -> str:
 
 
 def _inside_recorded_name(text: str, s: int, e: int, value: str,
-                          state: dict[str, str]) -> bool:
+                          state: Mapping[str, str]) -> bool:
     """The value is a word of a longer name the state records and the user says."""
     word = basic(value)
     toks = tokens_with_spans(text)
@@ -522,7 +499,7 @@ def _other_value_said(text: str, value: str, slots: list[str], wf: Workflow) -> 
     return False
 
 
-def _other_value_offered(turn: Turn, value: str, slots: list[str], wf: Workflow,
+def _other_value_offered(u: UserTurn, value: str, slots: list[str], wf: Workflow,
                          at: int) -> bool:
     """The agent's last turn names another value of the slot, and the user answers with
     this one alone, in a sentence that asks nothing: a choice between them ("I really
@@ -533,22 +510,22 @@ def _other_value_offered(turn: Turn, value: str, slots: list[str], wf: Workflow,
     hotels have a 2 star rating?" is no choice in the corpus (MUL1008 turn 2). The word
     must ask for a kind ("a hotel"), not name the entity at hand ("book this hotel" to
     "Kirkwood House is a guesthouse", MultiWOZ PMUL4076 turn 1)."""
-    history = turn.history or ()
-    agent = history[-1].agent if history else ""
-    if not agent or _other_value_said(turn.user, value, slots, wf):
+    agent = u.last_agent
+    if not agent or _other_value_said(u.text, value, slots, wf):
         return False
-    if tokens_before(turn.user, at, 1) not in (["a"], ["an"]):
+    if tokens_before(u.text, at, 1) not in (["a"], ["an"]):
         return False  # "I would like to book this hotel": the entity at hand, no kind
-    if any(s.start <= at < s.end and "?" in s.text for s in sentences(turn.user)):
+    if any(s.start <= at < s.end and "?" in s.text for s in u.sentences):
         return False  # "Are there any hotels that are cheap ...?": a search, not a choice
     return _other_value_said(agent, value, slots, wf)
 
 
-def _counts(text: str, wf: Workflow, add: _Add, free: _Free) -> None:
+def _counts(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
     number_slots = [s for s in wf.slots.values() if s.type == "number"]
     if not number_slots:
         return
-    toks = tokens_with_spans(text)
+    text = u.text
+    toks = u.tokens
     cues = slot_cues(wf)
     for i, (tok, s, e) in enumerate(toks):
         n = number_token(tok)
@@ -579,16 +556,16 @@ def _counts(text: str, wf: Workflow, add: _Add, free: _Free) -> None:
             add(n, [number_slots[0].name], s, e, "number", confidence=0.6)
 
 
-def _times(turn: Turn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
+def _times(u: UserTurn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
     """Emit the clock times s_t does not hold; return the spans of those it holds."""
     time_slots = [s.name for s in wf.slots.values() if s.type == "time"]
     if not time_slots:
         return []
-    after = turn.after()
+    after = u.after
     held = {slot: normalize_time(after[slot]) for slot in time_slots if slot in after}
-    text = turn.user
+    text = u.text
     recorded: list[tuple[int, int]] = []
-    for tm in find_times(text):
+    for tm in u.times:
         s, e, readings = tm.start, tm.end, tm.readings
         # s_t has this time in some time slot, in any spelling ("2 in the afternoon")
         if any(r is not None and r in readings for r in held.values()):
@@ -628,17 +605,17 @@ def _compound_hits(cues: SlotCues, tokens: list[str]) -> set[str]:
     return out
 
 
-def _dates(turn: Turn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
+def _dates(u: UserTurn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
     """Emit the dates s_t does not hold; return the spans of those it may hold."""
     date_slots = [s.name for s in wf.slots.values() if s.type == "date"]
     if not date_slots:
         return []
     recorded: list[tuple[int, int]] = []
-    after = turn.after()
+    after = u.after
     held = {slot: date_key(after[slot]) for slot in date_slots if slot in after}
-    text = turn.user
+    text = u.text
     closing: bool | None = None  # computed once: it reads the whole utterance
-    for m in find_dates(text):
+    for m in u.dates:
         if m.kind == "rel" and closing is None:
             closing = _CLOSING.search(re.sub(r"\s+'", "'", text)) is not None
         if m.kind == "rel" and (re.match(r"\s*(?:is|was|'s|will be)\b", text[m.end:m.end + 16])
@@ -653,7 +630,7 @@ def _dates(turn: Turn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
         if any(k is not None and same_day(m.key, k) for k in held.values()):
             recorded.append((m.start, m.end))
             continue
-        cands = _disambiguate(turn.user, m.start, list(date_slots), wf)
+        cands = _disambiguate(text, m.start, list(date_slots), wf)
         # a candidate slot holds a date that cannot be compared with this one
         # ("tomorrow" vs "March 2nd", or a form this module does not read): s_t may
         # well record it, so nothing is claimed
@@ -675,17 +652,15 @@ def _dates(turn: Turn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
     return recorded
 
 
-def _places(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
+def _places(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
     slots = [s.name for s in wf.slots.values() if is_place_slot(s)]
     if not slots:
         return
-    text = turn.user
-    after = turn.after()
-    history = turn.history or ()
-    last_agent = history[-1].agent if history else ""
+    text = u.text
+    after = u.after
+    last_agent = u.last_agent
     cues = slot_cues(wf)
-    categorical = {basic(f) for sp in wf.slots.values() for v in sp.values
-                   for f in sp.surface_forms(v)}
+    categorical = lexicon(wf).value_words
     generic = domain_words(wf)
     for m in find_places(text):
         if not free(m.start, m.end, "place"):
@@ -721,7 +696,7 @@ def _places(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
             continue
         # the user repeats a place the agent offered: a reference to the offer, not a
         # new constraint, when s_t already has a value for the slot
-        if _offered(turn, m.core):
+        if _offered(u.turn, m.core):
             if any(c in after for c in narrowed):
                 continue
             conf, strong = min(conf, 0.6), False
@@ -735,7 +710,7 @@ def _instead(text: str, ex: Extraction) -> bool:
     """The value is said as a correction: "instead" follows it in its clause."""
     if ex.end is None:
         return False
-    rest = _CLAUSE_END.split(text[ex.end:ex.end + 60], maxsplit=1)[0]
+    rest = CLAUSE_END.split(text[ex.end:ex.end + 60], maxsplit=1)[0]
     return bool(re.match(r"\s*(?:\w+\s+){0,2}instead\b", rest, re.IGNORECASE))
 
 
@@ -817,20 +792,20 @@ _PERSON_SLOTS: Derived[Workflow, _PersonSlots] = Derived("extract.person_slots",
 _NAMING_WORD = re.compile(r"\b(?:called|named|titled)\b", re.IGNORECASE)
 
 
-def _people(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
+def _people(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
     people = _PERSON_SLOTS.of(wf)
     roles, names = people.roles, list(people.names)
-    if not roles and not (names and _NAMING_WORD.search(turn.user)):
+    if not roles and not (names and _NAMING_WORD.search(u.text)):
         return  # without role slots only "called/named/titled X" can name someone
-    after = turn.after()
-    for span in name_spans(turn.user):
+    after = u.after
+    for span in name_spans(u.text):
         if not free(span.start, span.end, "name") or not span.before:
             continue
         prev = span.before[-1]
         conf = 0.8 if span.words > 1 else 0.6
         if prev in {"called", "named", "titled"}:
             # "an attraction called Jesus Green Outdoor Pool": the slot that names things
-            cands = _disambiguate(turn.user, span.start, names, wf) if names else []
+            cands = _disambiguate(u.text, span.start, names, wf) if names else []
         elif prev == "by":
             cands = [c for c, w in roles.items() if w & _BY_ROLES]
             verb = span.before[-2] if len(span.before) > 1 else ""
@@ -849,9 +824,9 @@ def _people(turn: Turn, wf: Workflow, add: _Add, free: _Free) -> None:
             continue
         if any(same_place(span.text, v) for v in after.values()):
             continue  # s_t records the name (perhaps with more words)
-        if all(c in after and _states(turn.user, after[c]) for c in cands):
+        if all(c in after and _states(u.text, after[c]) for c in cands):
             continue
-        if _offered(turn, span.text):
+        if _offered(u.turn, span.text):
             if any(c in after for c in cands):
                 continue
             conf = min(conf, 0.6)

@@ -25,16 +25,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from sage_tod.compiler.cues import domain_words
-from sage_tod.compiler.offers import name_slot, offered_names, overlaps
-from sage_tod.contracts.spec import Workflow
+from sage_tod.compiler.lexicon import lexicon
+from sage_tod.compiler.offers import name_slot, offered_in, overlaps
+from sage_tod.compiler.utterance import UserTurn
+from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
-from sage_tod.text.normalize import basic
+from sage_tod.text.normalize import basic, spellings, token_text
 from sage_tod.text.places import name_spans
-from sage_tod.text.sentences import sentences
 
 # a question about an entity, not a request put as one ("could you get me a table ... at
 # the Travellers Rest?" picks it)
@@ -121,18 +123,19 @@ def _span_after(text: str, at: int, capitalised: bool) -> tuple[int, int] | None
     return at, at + len(" ".join(words))
 
 
-def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = frozenset()
-                     ) -> list[TypedName]:
+def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = frozenset(), *,
+                     user: UserTurn | None = None) -> list[TypedName]:
     """Names u_t types for the workflow's name slot (`other_words`: the words that name
-    the spec's other workflows, `extract._OTHER_WORDS`)."""
+    the spec's other workflows, `extract._OTHER_WORDS`; `user`: u_t as the extractor read
+    it, with the turn's states)."""
     slot = name_slot(wf)
     if slot is None:
         return []
     text = turn.user
     mixed = any(c.isupper() for c in text)
-    others = ({basic(f) for sp in wf.slots.values() for v in sp.values
-               for f in sp.surface_forms(v)} | set(domain_words(wf)) | {basic(wf.id)})
-    held = [v for v in (*turn.after().values(), *turn.before().values()) if v]
+    others = lexicon(wf).others
+    u = UserTurn(turn) if user is None else user
+    held = [v for v in (*u.after.values(), *u.before.values()) if v]
     out: list[TypedName] = []
     seen: set[str] = set()
     for cue, naming in ((_NAMING, True), (_ABOUT, False)):
@@ -178,18 +181,19 @@ def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = fro
         out.append(TypedName(slot, picked[0], picked[1], picked[2], 0.9))
         seen.add(basic(picked[0]))
     if not out:
-        said = _said_back(turn, wf, others, other_words)
+        said = _said_back(u, wf, others, other_words)
         if said is not None and not any(overlaps(h, said[0]) for h in held):
             out.append(TypedName(slot, *said, 0.9))
     return out
 
 
-def _agent_names(agent: str, wf: Workflow, others: set[str]) -> list[str]:
+def _agent_names(agent: str, wf: Workflow, others: AbstractSet[str], u: UserTurn
+                 ) -> list[str]:
     """The names the agent's turn wrote as names: what it offered (`offers.offered_names`)
     and its capitalised spans of two words or more that are no value, town or task word."""
     # an offered name of one lower-case word may be a verb the offering phrase caught
     # ("i hope i have been of help")
-    found = {basic(n): n for n in offered_names(agent, wf)
+    found = {basic(n): n for n in offered_in(agent, wf, u)
              if len(n.split()) > 1 or n[:1].isupper()}
     for span in name_spans(_PLACEHOLDER.sub(" , ", agent)):
         key = basic(span.text)
@@ -218,7 +222,7 @@ def _singular(words: Iterable[str]) -> set[str]:
     return {v for w in words for v in (w, w[:-1] if len(w) > 3 and w.endswith("s") else w)}
 
 
-def _said_back(turn: Turn, wf: Workflow, others: set[str],
+def _said_back(u: UserTurn, wf: Workflow, others: AbstractSet[str],
                other_words: frozenset[str] = frozenset()) -> tuple[str, int, int] | None:
     """One of the names the agent's last turn wrote, said again by the user in any case and
     outside a question ("give me information on cherry hinton hall and grounds" after
@@ -227,26 +231,37 @@ def _said_back(turn: Turn, wf: Workflow, others: set[str],
     user's lower case is not; two names said leave the pick open, and so does a list of
     another workflow's entities ("I have 4 movies to recommend" in a restaurant turn, SGD
     dialogue 24_00098)."""
+    turn = u.turn
     history = turn.history or ()
     if not history:
         return None
-    agent_words = basic(history[-1].agent[-600:]).split()
+    agent = history[-1].agent[-600:]
     # a name said back shares a word with the agent's turn that is no function word or
-    # value (checked first: most turns share none, and reading the agent's names is dear)
-    shared = set(basic(turn.user).split()) & set(agent_words)
-    if not {w for w in shared if len(w) > 2 and w not in others and w not in _COMMON}:
+    # value (checked first: most turns share none, and reading the agent's names is dear).
+    # The user's such words are first looked for in the agent's string: a token of a text
+    # is spelt in its `token_text` as one of its `spellings`, so where none is there the
+    # agent's turn holds none of them and is never tokenised
+    mine = {w for w in basic(turn.user).split()
+            if len(w) > 2 and w not in others and w not in _COMMON}
+    if not mine:
+        return None
+    folded = token_text(agent)
+    if not any(sp in folded for w in mine for sp in spellings(w)):
+        return None
+    agent_words = basic(agent).split()
+    if not mine & set(agent_words):
         return None
     said = _singular(agent_words)
     own = _singular([*domain_words(wf), *basic(wf.id).split()])
     if said & _singular(other_words) and not said & own:
         return None
     hits: list[tuple[str, int, int]] = []
-    for name in _agent_names(history[-1].agent[-600:], wf, others):
+    for name in _agent_names(agent, wf, others, u):
         hit = find_value(turn.user, name, wf.slots.get(name_slot(wf) or ""))
         if hit is None:
             continue
         if any(x.start <= hit.start < x.end and _ASKS_ABOUT.match(x.text)
-               for x in sentences(turn.user)):
+               for x in u.sentences):
             continue  # "Is the Gonville Hotel in the same price range ...?": asked about
         if _REFUSE.search(turn.user[max(0, hit.start - 30):hit.start]):
             continue  # "not the Cambridge Punter"
@@ -254,10 +269,10 @@ def _said_back(turn: Turn, wf: Workflow, others: set[str],
     return hits[0] if len(hits) == 1 else None
 
 
-def _heads(wf: Workflow) -> frozenset[str]:
+def _build_heads(wf: Workflow) -> frozenset[str]:
     """What ends an entity's name in this workflow: each value of a slot about the
     entity's type, in every surface form ("guest house", "college"), and the workflow's
-    own words ("restaurant")."""
+    own words ("restaurant"). Built once per workflow (`_HEADS`)."""
     out = set(domain_words(wf))
     for spec in wf.slots.values():
         if spec.values and "type" in f"{spec.name} {spec.description}".lower():
@@ -265,7 +280,14 @@ def _heads(wf: Workflow) -> frozenset[str]:
     return frozenset(out)
 
 
-def _headed(text: str, cue: re.Match[str], wf: Workflow, others: set[str]
+_HEADS: Derived[Workflow, frozenset[str]] = Derived("names.heads", _build_heads)
+
+
+def _heads(wf: Workflow) -> frozenset[str]:
+    return _HEADS.of(wf)
+
+
+def _headed(text: str, cue: re.Match[str], wf: Workflow, others: AbstractSet[str]
             ) -> tuple[int, int] | None:
     """A lower-case "the X <type>" after a request cue, whose X is no value."""
     if not cue.group(0).lower().rstrip().endswith("the"):
@@ -294,7 +316,7 @@ def _offered(turn: Turn, value: str) -> bool:
     return any(find_value(h.agent, value, None) for h in (turn.history or ())[-2:])
 
 
-def _picked(turn: Turn, others: set[str]) -> tuple[str, int, int] | None:
+def _picked(turn: Turn, others: AbstractSet[str]) -> tuple[str, int, int] | None:
     """A reply that opens with a name the agent's last turn listed ("Varsity Restaurant.
     Please make a reservation ..."): the user picks it."""
     history = turn.history or ()

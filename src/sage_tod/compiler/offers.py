@@ -21,15 +21,18 @@ anything less sure is left to S2. The evidence span is the acceptance in u_t.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from sage_tod.compiler.cues import domain_words
+from sage_tod.compiler.lexicon import lexicon
+from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.spec import Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
 from sage_tod.text.normalize import basic
 from sage_tod.text.places import name_spans
-from sage_tod.text.sentences import sentences
+from sage_tod.text.sentences import Sentence, sentences
 
 _ASSENT = re.compile(
     r"^\s*(?:yes|yeah|yep|yup|sure|ok|okay|alright|great|perfect|excellent|wonderful|fantastic"
@@ -142,18 +145,10 @@ def accepts(user: str) -> tuple[int, int] | None:
 
 def name_slot(wf: Workflow) -> str | None:
     """The workflow's free slot that names the entity ("hotel-name", "restaurant_name")."""
-    names = [s.name for s in wf.slots.values() if s.type == "free"
-             and "name" in re.findall(r"[a-z]+", s.name.lower())]
-    return names[0] if len(names) == 1 else None
+    return lexicon(wf).name_slot
 
 
-def _others(wf: Workflow) -> set[str]:
-    """Words that are values of other slots or the task's own words, never a name alone."""
-    out = {basic(f) for sp in wf.slots.values() for v in sp.values for f in sp.surface_forms(v)}
-    return out | set(domain_words(wf)) | {basic(wf.id)}
-
-
-def _clean(span: str, others: set[str]) -> str | None:
+def _clean(span: str, others: AbstractSet[str]) -> str | None:
     words = span.split()
     while words and (words[-1].lower() in _STOP or not any(c.isalnum() for c in words[-1])):
         words.pop()  # "the la margherita - it 's cheap": a dash ends the name
@@ -175,7 +170,8 @@ def _clean(span: str, others: set[str]) -> str | None:
 def offered_names(agent: str, wf: Workflow) -> list[str]:
     """The names the agent's turn offers, in order, each once."""
     text = _PLACEHOLDER.sub(" , ", agent)
-    others = _others(wf)
+    # values of other slots and the task's own words, never a name alone
+    others = lexicon(wf).others
     found: dict[str, str] = {}
     for n, m in enumerate(_OFFERING.finditer(text)):
         if n >= _MAX_OFFERS:
@@ -212,7 +208,7 @@ def offered_names(agent: str, wf: Workflow) -> list[str]:
     return list(found.values())
 
 
-def _subject(sentence: str, others: set[str]) -> str | None:
+def _subject(sentence: str, others: AbstractSet[str]) -> str | None:
     """The entity a sentence of the agent opens with, in any case ("the fez club is at 8
     market passage"), when its words are no pronoun, attribute or value of another slot."""
     m = _SUBJECT.match(sentence)
@@ -260,8 +256,21 @@ def _lists_others(agent: str, name: str) -> bool:
 _ANSWERS = frozenset({"yes", "no", "sure", "ok", "okay", "great", "well", "yeah"})
 
 
-def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
-    """The name u_t accepts from the last agent turn, or None."""
+def offered_in(agent: str, wf: Workflow, user: UserTurn | None) -> list[str]:
+    """`offered_names(agent, wf)`, read once per turn (`UserTurn.offers`)."""
+    if user is None:
+        return offered_names(agent, wf)
+    key = (agent, wf.id)
+    got = user.offers.get(key)
+    if got is None:
+        got = user.offers[key] = tuple(offered_names(agent, wf))
+    return list(got)
+
+
+def find_acceptance(turn: Turn, wf: Workflow, *, user: UserTurn | None = None
+                    ) -> Acceptance | None:
+    """The name u_t accepts from the last agent turn, or None (`user`: u_t as the
+    extractor read it, with the turn's states)."""
     history = turn.history or ()
     slot = name_slot(wf)
     if not history or slot is None:
@@ -273,10 +282,10 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
         booking = None
     if not _OFFER_QUESTION.search(agent) and not reported and booking is None:
         return None  # nothing proposed ("Is there anything else?")
-    names = offered_names(agent, wf)
+    names = offered_in(agent, wf, user)
     if len(names) != 1:
         return None  # nothing offered, or several: which one is taken is not said
-    held = turn.after().get(slot)
+    held = (turn.after() if user is None else user.after).get(slot)
     if held and overlaps(held, names[0]):
         return None  # s_t records it, in another spelling ("pizza hut fenditton")
     span = accepts(turn.user)
@@ -298,7 +307,8 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
         # acceptance too, but the user may be booking something else
         b = _BOOKING_WORDS.search(turn.user)
         if b is None or not _BOOKING_WORDS.search(agent) or _REFUSE.search(turn.user):
-            return _named_back(turn, names[0], wf, slot)
+            return _named_back(turn, names[0], wf, slot,
+                               None if user is None else user.sentences)
         span = b.start(), b.end()
     # a plain "yes" to booking the one name offered, or to a proposal ("How about X?",
     # "Would that work for you?"): sure. Anything less ("Would you like the address?" -
@@ -325,13 +335,14 @@ def find_acceptance(turn: Turn, wf: Workflow) -> Acceptance | None:
 NAMED_BACK_CONFIDENCE = 0.6
 
 
-def _named_back(turn: Turn, name: str, wf: Workflow, slot: str) -> Acceptance | None:
+def _named_back(turn: Turn, name: str, wf: Workflow, slot: str,
+                sents: Sequence[Sentence] | None = None) -> Acceptance | None:
     """u_t says `name`, the one name the agent's last turn offered, not to turn it down."""
     hit = find_value(turn.user, name, wf.slots.get(slot), fuzzy=True)
     if hit is None:
         return None
     if any(s.start <= hit.start < s.end and s.text.rstrip().endswith("?")
-           for s in sentences(turn.user)):
+           for s in (sentences(turn.user) if sents is None else sents)):
         return None  # "Is there an entrance fee for Ballare?" asks about it, takes nothing
     clause = _CLAUSE.split(turn.user[hit.end:], maxsplit=1)[0]
     if _REFUSE.search(turn.user[max(0, hit.start - 30):hit.start]) or _REFUSE.search(clause):

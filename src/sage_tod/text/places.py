@@ -237,12 +237,12 @@ def name_spans(text: str) -> list[NameSpan]:
     parts = [sm for sm in sentences(text, semicolons=True) if _TOKEN_RE.search(sm.text)]
     for sm in parts:
         sentence, offset = sm.text, sm.start
-        toks = [(m.group(), m.start() + offset, m.end() + offset)
-                for m in _TOKEN_RE.finditer(sentence)]
+        # the sentence's words lowercased once, not once per span (an agent's turn may
+        # hold a dozen capitalised spans)
+        lows = [m.group().lower() for m in _TOKEN_RE.finditer(sentence)]
         for i, j, start, end in _spans(sentence, offset):
             out.append(NameSpan(start, end, text[start:end],
-                                tuple(t.lower() for t, _, _ in toks[:i]),
-                                tuple(t.lower() for t, _, _ in toks[j + 1:]), j - i + 1,
+                                tuple(lows[:i]), tuple(lows[j + 1:]), j - i + 1,
                                 question=sentence.rstrip().endswith("?"),
                                 alone=len(parts) == 1))
     return out
