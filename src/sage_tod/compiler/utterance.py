@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import cached_property
 
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.dates import DateMention, find_dates
@@ -30,9 +31,6 @@ CLAUSE_END = re.compile(r"[,;:.!?]")
 class UserTurn:
     """One turn's user text and states, each reading computed once (module docstring)."""
 
-    __slots__ = ("_clause_ends", "_dates", "_said", "_sentences", "_times", "after",
-                 "before", "offers", "text", "turn")
-
     def __init__(self, turn: Turn, after: Mapping[str, str] | None = None,
                  before: Mapping[str, str] | None = None) -> None:
         self.turn = turn
@@ -40,11 +38,6 @@ class UserTurn:
         # s_t and s_{t-1} with unset values removed (`Turn.after()`), read-only
         self.after: Mapping[str, str] = turn.after() if after is None else after
         self.before: Mapping[str, str] = turn.before() if before is None else before
-        self._sentences: tuple[Sentence, ...] | None = None
-        self._times: tuple[TimeMention, ...] | None = None
-        self._dates: tuple[DateMention, ...] | None = None
-        self._said: frozenset[str] | None = None
-        self._clause_ends: list[int] | None = None
         # (agent text, workflow id) -> the names that text offers (`offers.offered_in`):
         # the acceptance and the said-back readers both read the agent's last turn
         self.offers: dict[tuple[str, str], tuple[str, ...]] = {}
@@ -55,42 +48,32 @@ class UserTurn:
         history = self.turn.history or ()
         return history[-1].agent if history else ""
 
-    @property
+    @cached_property
     def sentences(self) -> tuple[Sentence, ...]:
         """`text.sentences.sentences(u_t)`."""
-        if self._sentences is None:
-            self._sentences = tuple(sentences(self.text))
-        return self._sentences
+        return tuple(sentences(self.text))
 
-    @property
+    @cached_property
     def times(self) -> tuple[TimeMention, ...]:
         """`text.times.find_times(u_t)`."""
-        if self._times is None:
-            self._times = tuple(find_times(self.text))
-        return self._times
+        return tuple(find_times(self.text))
 
-    @property
+    @cached_property
     def dates(self) -> tuple[DateMention, ...]:
         """`text.dates.find_dates(u_t)`."""
-        if self._dates is None:
-            self._dates = tuple(find_dates(self.text))
-        return self._dates
+        return tuple(find_dates(self.text))
 
     @property
     def tokens(self) -> tuple[Token, ...]:
         """`normalize.tokens_with_spans(u_t)` (kept by its own memo: S1 and S2 read it)."""
         return tokens_with_spans(self.text)
 
-    @property
+    @cached_property
     def said(self) -> frozenset[str]:
         """The content tokens of u_t (`match.text_tokens`)."""
-        if self._said is None:
-            self._said = text_tokens(self.text)
-        return self._said
+        return text_tokens(self.text)
 
-    @property
+    @cached_property
     def clause_ends(self) -> list[int]:
         """Where the clause marks of u_t end, in order (`CLAUSE_END`)."""
-        if self._clause_ends is None:
-            self._clause_ends = [m.end() for m in CLAUSE_END.finditer(self.text)]
-        return self._clause_ends
+        return [m.end() for m in CLAUSE_END.finditer(self.text)]
