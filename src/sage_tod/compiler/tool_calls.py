@@ -40,7 +40,7 @@ from sage_tod.contracts.criteria import (
     UVArgs,
 )
 from sage_tod.contracts.spec import Derived, SpecBundle, ToolSpec, Workflow
-from sage_tod.contracts.tool_rules import ToolTarget
+from sage_tod.contracts.tool_rules import ToolRule, ToolTarget
 from sage_tod.contracts.turns import ToolCall, Turn
 from sage_tod.text.money import quoted_span
 
@@ -380,17 +380,20 @@ def _quoted_charges(ctx: TurnContext) -> Span | None:
                 text=text[at[0]:at[1]])
 
 
+def _reads_quote(rule: ToolRule) -> bool:
+    """The rule reads the amounts of the transcript's messages."""
+    text = f"{rule.when or ''} {rule.check}"
+    return "transcript" in text and re.search(r"\.(?:quoted|amounts)\b", text) is not None
+
+
 def _rule_criteria(ctx: TurnContext, site: CallSite) -> list[Criterion]:
     """PC, one per policy rule of the call's tool; a rule over the amounts the agent
     quoted has that quote as its evidence."""
     out: list[Criterion] = []
     name, i = site.call.name, site.index
-    quote: list[Span | None] = []
-    for rule in site.tool.rules:
-        text = f"{rule.when or ''} {rule.check}"
-        reads_quote = "transcript" in text and re.search(r"\.(?:quoted|amounts)\b", text)
-        if reads_quote and not quote:
-            quote.append(_quoted_charges(ctx))
+    reads_quote = [_reads_quote(r) for r in site.tool.rules]
+    quote = _quoted_charges(ctx) if any(reads_quote) else None
+    for rule, quoted in zip(site.tool.rules, reads_quote, strict=True):
         cond = rule.check if rule.when is None else f"{rule.when} => {rule.check}"
         out.append(Criterion(
             id=f"PC:call{i}:rule:{rule.id}", failure_class=FailureClass.PC,
@@ -399,7 +402,7 @@ def _rule_criteria(ctx: TurnContext, site: CallSite) -> list[Criterion]:
             question=(f"Does the policy rule {rule.id!r} hold for this {name} call"
                       f"{': ' + rule.message if rule.message else ''}"
                       f"{' (the tool refused it)' if site.call.error else ''}?"),
-            evidence=quote[0] if reads_quote and quote else None,
+            evidence=quote if quoted else None,
         ))
     return out
 

@@ -668,36 +668,33 @@ def rule_span(rule: ToolRule, bindings: Mapping[str, Any], target: PriorCall | N
         if m.group(2) not in fields[m.group(1)]:
             fields[m.group(1)].append(m.group(2))
     for owner, names in fields.items():
+        index: int | None
         if owner == "result":  # this call's own result (what the change charged)
-            record = bindings.get("result")
-            if site is None or not isinstance(record, dict):
+            if site is None:
                 continue
-            facts = {n: record[n] for n in names if n in record}
-            if not facts:
-                continue
-            if key is not None and key in record and key not in facts:
-                facts = {key: record[key], **facts}
-            text = _facts_text(facts, key)
-            return Span(source="tool_result", index=None, start=0, end=len(text), text=text,
-                        call=site.index,
-                        path=names[0] if len(names) == 1 and names[0] in facts else None)
-        if owner == "target":
-            prior, record = target, bindings.get("target")
+            index, position, record = None, site.index, bindings.get("result")
         else:
-            tool = owner.removeprefix("results.")
-            prior = next((p for p in reversed(view.prior) if p.call.name == tool
-                          and p.call.result is not None), None)
-            record = None if prior is None else prior.call.result
-        if prior is None or not isinstance(record, dict):
+            if owner == "target":
+                prior, record = target, bindings.get("target")
+            else:
+                tool = owner.removeprefix("results.")
+                prior = next((p for p in reversed(view.prior) if p.call.name == tool
+                              and p.call.result is not None), None)
+                record = None if prior is None else prior.call.result
+            if prior is None:
+                continue
+            index, position = prior.index, prior.position
+        if not isinstance(record, dict):
             continue
         facts = {n: record[n] for n in names if n in record}
         if not facts:
             continue
-        if owner == "target" and key is not None and key in record and key not in facts:
+        if owner in ("target", "result") and key is not None and key in record \
+                and key not in facts:
             facts = {key: record[key], **facts}
         text = _facts_text(facts, key)
-        return Span(source="tool_result", index=prior.index, start=0, end=len(text),
-                    text=text, call=prior.position,
+        return Span(source="tool_result", index=index, start=0, end=len(text), text=text,
+                    call=position,
                     path=names[0] if len(names) == 1 and names[0] in facts else None)
     return None if target is None else _result_span_of(target)
 
