@@ -75,6 +75,15 @@ def test_explain_shows_calls_and_evidence_in_results(tmp_path: Path) -> None:
             f"[0,{len(name)}]: {lookup.name} result.passengers.1.first_name = {name}") in text
     # a span whose call is not in the turn: said, with its text, not a crash
     assert "support: tool_call (this turn, call 5, x) [0,1]: 'x'" in text
+    # the facts a rule read from a record (no path): shown as the verifier picked them,
+    # not as the record's first characters
+    facts = json.dumps({"reservation_id": lookup.result["reservation_id"],
+                        "cabin": lookup.result["cabin"]})
+    read = _ToolSpan(source="tool_result", index=h, call=0, start=0, end=len(facts),
+                     text=facts)
+    crit = vs[k].criteria[0].model_copy(update={"evidence": None, "support": read})
+    text = _text(explain(vs[k].model_copy(update={"criteria": [crit]}), turn))
+    assert f"{lookup.name} result = {facts}" in text
 
 
 def test_explain_marks_a_refused_call(tmp_path: Path) -> None:

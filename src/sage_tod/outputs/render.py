@@ -134,6 +134,10 @@ def _tool_highlighted(span: Span, ref: CallRef, turn: Turn | None) -> Text:
         out.append(value[: span.start])
         out.append(value[span.start:span.end], style="bold reverse")
         out.append(value[span.end:])
+    elif isinstance(value, dict | list) and span.text.startswith("{") and not ref.path:
+        # a record's facts the verifier picked (`{"cabin": ..., "insurance": ...}`, the
+        # fields a rule read): they, not the record's first characters, say why
+        out.append(span.text, style="bold reverse")
     else:
         out.append(compact(value, RESULT_CHARS), style="bold reverse")
     return out
