@@ -56,12 +56,14 @@ class ToolCall(BaseModel):
 
 
 class HistoryEntry(BaseModel):
-    """One earlier exchange of the dialogue, with the agent's tool calls in it."""
+    """One earlier exchange of the dialogue, with the agent's tool calls in it (and the
+    user's own, in a dual-control log: `Turn.user_tool_calls`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     user: Text = ""
     agent: Text = ""
     tool_calls: tuple[ToolCall, ...] = ()
+    user_tool_calls: tuple[ToolCall, ...] = ()
 
 
 class UserValue(BaseModel):
@@ -109,6 +111,10 @@ class Turn(BaseModel):
     user_values: tuple[UserValue, ...] | None = None
     agent_acts: AgentActs | None = None
     tool_calls: tuple[ToolCall, ...] | None = None
+    # the user's own tool calls before u_t, in a dual-control log (τ²-bench telecom: the
+    # user checks and changes their phone): what the user saw, which the agent did not;
+    # the agent knows only what u_t says about it
+    user_tool_calls: tuple[ToolCall, ...] = ()
     # the conversation's last turn (the tool-log importers set it): where the checks that
     # look back over the whole conversation run ("a request no call ever carried out")
     last: StrictBool | None = None
@@ -400,8 +406,14 @@ class _History:
         if t.history is None:
             t = t.model_copy(update={"history": tuple(past)})
             rec = TurnRecord(turn=t, gold=rec.gold, meta=rec.meta, line=rec.line)
-        past.append(HistoryEntry(user=t.user, agent=t.agent, tool_calls=t.tool_calls or ()))
+        past.append(history_entry(t))
         return rec
+
+
+def history_entry(turn: Turn) -> HistoryEntry:
+    """The turn as a later turn's history sees it: its messages and every call in it."""
+    return HistoryEntry(user=turn.user, agent=turn.agent, tool_calls=turn.tool_calls or (),
+                        user_tool_calls=turn.user_tool_calls)
 
 
 def with_history(records: Iterable[TurnRecord]) -> list[TurnRecord]:

@@ -42,7 +42,7 @@ from typing import Any
 
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle
-from sage_tod.contracts.turns import HistoryEntry, Turn, TurnRecord, as_turn
+from sage_tod.contracts.turns import HistoryEntry, Turn, TurnRecord, as_turn, history_entry
 from sage_tod.contracts.verdicts import Verdict
 from sage_tod.evaluation.evaluator import Evaluator
 
@@ -96,8 +96,7 @@ def explicit_history(turns: Iterable[Turn | TurnRecord | Mapping[str, Any]],
         past = so_far.setdefault(turn.dialogue_id, [])
         if turn.history is None:
             turn = turn.model_copy(update={"history": tuple(past)})
-        past.append(HistoryEntry(user=turn.user, agent=turn.agent,
-                                 tool_calls=turn.tool_calls or ()))
+        past.append(history_entry(turn))
         yield turn
 
 

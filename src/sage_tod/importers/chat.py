@@ -16,6 +16,12 @@ writes nothing and confirms nothing. A successful call of a `confirms` tool in
 turn t makes `agent_acts.confirm` true for that turn (the requests of a_t are
 then the ones text detection finds, since declared acts replace detection).
 Tools that no workflow of the spec maps are counted in `ignored_tools`.
+
+In a dual-control log (τ²-bench telecom) the user calls tools too: a user
+message with `tool_calls` (the user checks or changes their phone). Those calls
+and their results are the user's side of the next turn (`user_tool_calls`), not
+a turn of their own: they write no state and ground no argument (the agent sees
+only what the user says about them).
 """
 
 from __future__ import annotations
@@ -166,7 +172,7 @@ def parse_messages(raw: Any, path: str | Path, line: int | None, loc: str) -> li
                              f"{', '.join(ROLES)})", line=line, field=f"{mloc}.role")
         text = _text(m.get("content"), path, line, mloc)
         msg = Message(role, prose(text) if role == "assistant" else text, i)
-        if role == "assistant":
+        if role in ("assistant", "user"):  # a dual-control user calls tools too
             calls = m.get("tool_calls") or []
             if not isinstance(calls, list):
                 raise InputError(path, "tool_calls must be a list", line=line,
@@ -278,6 +284,7 @@ class _Open:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the turn's tool_calls
     confirm: bool = False
     first: int = 0
+    user_calls: list[dict[str, Any]] = field(default_factory=list)  # `user_tool_calls`
 
 
 # What a τ-bench / τ²-bench user simulator sends to end the episode: a control token for the
@@ -320,7 +327,7 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
     """
     del tool_results  # always on (structured); the option is accepted for compatibility
     answers = pair_results(msgs)
-    uses_tools = any(m.calls for m in msgs)
+    uses_tools = any(m.calls for m in msgs if m.role == "assistant")
     wf, rule = choose_workflow(spec, msgs, workflow)
     history: list[dict[str, Any]] = []
     state: dict[str, str] = {}
@@ -339,6 +346,8 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
         }
         if uses_tools:  # a conversation without any call stays a plain (state-diff) one
             turn["tool_calls"] = list(t.tool_calls)
+        if t.user_calls:
+            turn["user_tool_calls"] = list(t.user_calls)
         if t.confirm:
             probe = Turn.model_validate({k: turn[k] for k in (
                 "dialogue_id", "turn_id", "workflow", "user", "agent", "state_before",
@@ -353,6 +362,8 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
         entry: dict[str, Any] = {"user": t.user, "agent": agent}
         if t.tool_calls:
             entry["tool_calls"] = list(t.tool_calls)
+        if t.user_calls:
+            entry["user_tool_calls"] = list(t.user_calls)
         history.append(entry)
 
     def flush_lead() -> None:
@@ -365,24 +376,44 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
             lead_calls.clear()
 
     before: dict[str, str] = {}
+    # the user's own calls waiting for the user message they lead to (dual control)
+    user_calls: list[dict[str, Any]] = []
+    first_call: int | None = None
+
+    def open_turn(text: str, index: int) -> _Open:
+        nonlocal before, first_call
+        if cur is not None:
+            close(cur, before)
+        else:
+            flush_lead()
+        before = dict(state)
+        t = _Open(text, first=index if first_call is None else first_call,
+                  user_calls=list(user_calls))
+        user_calls.clear()
+        first_call = None
+        return t
+
     for m in msgs:
         if m.role == "system":
             result.notes["system message (not part of a turn)"] += 1
             continue
         if m.role == "user":
+            if m.calls:
+                result.notes["user tool call (dual control)"] += len(m.calls)
+                user_calls.extend(tool_call_record(c, answers.get(id(c))) for c in m.calls)
+                first_call = m.index if first_call is None else first_call
+                if not m.text.strip():
+                    continue  # the user's words come next; the calls lead to them
             if m.text.strip() in SIMULATOR_CONTROL:
                 result.notes["simulator control message (not a turn)"] += 1
                 continue
-            if cur is not None:
-                close(cur, before)
-            else:
-                flush_lead()
-            before = dict(state)
-            cur = _Open(m.text, first=m.index)
+            cur = open_turn(m.text, m.index)
             continue
         if m.role == "tool":
             continue  # read through `answers` when its call is processed
         # assistant
+        if user_calls:  # the user acted and the agent answered without the user speaking
+            cur = open_turn("", first_call if first_call is not None else m.index)
         if cur is None:
             if m.text.strip():
                 lead.append(m.text)
@@ -397,6 +428,8 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
             rec = _apply(c, wf, spec, answers.get(id(c)), state, result, cur)
             cur.calls.append(rec)
             cur.tool_calls.append(tool_call_record(c, answers.get(id(c))))
+    if user_calls and cur is not None:  # the user acted last: part of the last turn
+        cur.user_calls.extend(user_calls)
     if cur is not None:
         close(cur, before)
     elif lead:
@@ -415,7 +448,7 @@ def pair_results(msgs: Sequence[Message]) -> dict[int, Message]:
     waiting: list[Call] = []
     answered: set[str | None] = set()  # ids of the calls answered so far
     for m in msgs:
-        if m.role == "assistant":
+        if m.role in ("assistant", "user"):
             waiting.extend(c for c in m.calls if c.id is not None)
         elif m.role == "tool" and m.call_id is not None:
             c = next((c for c in waiting if c.id == m.call_id), None)

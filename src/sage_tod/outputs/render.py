@@ -193,11 +193,13 @@ def explain(v: Verdict, turn: Turn | None = None, *, only_fired: bool = False) -
     if turn is not None:
         if _is_tool_turn(turn):  # a tool agent's evidence is in earlier calls' results
             for i, h in enumerate(turn.history or ()):
+                parts.extend(call_lines(h.user_tool_calls, f"  h[{i}] user "))
                 if h.user:
                     parts.append(Text(f"  h[{i}] user:  {h.user}", style="dim"))
                 parts.extend(call_lines(h.tool_calls, f"  h[{i}] "))
                 if h.agent:
                     parts.append(Text(f"  h[{i}] agent: {h.agent}", style="dim"))
+        parts.extend(call_lines(turn.user_tool_calls, "  user "))
         parts.append(Text(f"  user:  {turn.user}"))
         parts.extend(call_lines(turn.tool_calls or (), "  "))
         parts.append(Text(f"  agent: {turn.agent}"))

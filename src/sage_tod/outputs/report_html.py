@@ -185,6 +185,16 @@ def _calls_html(v: Verdict, calls: Sequence[ToolCall], index: int | None,
     return "".join(_call_html(c, i, marks, templates) for i, c in enumerate(calls))
 
 
+def _user_calls_html(calls: Sequence[ToolCall], templates: dict[str, str]) -> str:
+    """The user's own tool calls (a dual-control log): shown before the words they led
+    to, labelled as the user's; no verdict span points into them."""
+    if not calls:
+        return ""
+    body = "".join(_call_html(c, i, {}, templates) for i, c in enumerate(calls))
+    return (f'<div class="calls-label">the user\'s {len(calls)} tool call(s)</div>'
+            f'<div class="user-calls">{body}</div>')
+
+
 def _criterion_html(c: CriterionVerdict) -> str:
     parts = [f'<div class="crit {c.decision.value}">',
              f"<b>{escape(str(c.failure_class))}</b> &middot; "
@@ -221,6 +231,7 @@ def _turn_html(v: Verdict, turn: Turn | None, templates: dict[str, str]) -> str:
                 # an entry is what the user said, the agent's calls, then its reply; an
                 # empty side (the agent's greeting has no user part) is not a row
                 parts.append(f'<div class="entry" data-entry="{i}">')
+                parts.append(_user_calls_html(h.user_tool_calls, templates))
                 if h.user:
                     parts.append(f'<div class="utt"><span class="who">user</span>'
                                  f'{_marked(h.user, _spans_for(v, "history.user", i))}</div>')
@@ -230,6 +241,7 @@ def _turn_html(v: Verdict, turn: Turn | None, templates: dict[str, str]) -> str:
                                  f'{_marked(h.agent, _spans_for(v, "history.agent", i))}</div>')
                 parts.append("</div>")
             parts.append("</div>")
+        parts.append(_user_calls_html(turn.user_tool_calls, templates))
         parts.append(f'<div class="utt"><span class="who"><b>u_t</b></span>'
                      f'<span class="u-t">{_marked(turn.user, _spans_for(v, "user", None))}'
                      "</span></div>")
