@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from sage_tod import Evaluator
+from sage_tod import Evaluator, InputError
 from sage_tod.contracts.spec import load_spec
 from sage_tod.importers.tau_bench import read as read_tau
 
@@ -144,3 +144,58 @@ def test_an_unasked_payment_request_for_a_line_whose_contract_ended_fires(
                           "[PERSONA:None]", tmp_path)
     _, c = _criterion(vs, ":rule:payment-asked-or-lifts-suspension")
     assert c.decision.value == "false"
+
+
+def _transfer_rules(vs: list[Any]) -> dict[str, str]:
+    """rule id -> decision of the transfer's rules (the manual's steps), on the one turn
+    that holds the transfer."""
+    (v,) = [v for v in vs if any(c.id.endswith(":rule:phone-settings-fixed")
+                                 for c in v.criteria)]
+    return {c.id.rsplit(":", 1)[1]: c.decision.value for c in v.criteria
+            if ":rule:" in c.id and c.id.split(":")[1].startswith("call")}
+
+
+@needs_data
+def test_a_transfer_while_the_phone_shows_airplane_mode_fires(tmp_path: Path) -> None:
+    """gpt-4.1, `[mms_issue]airplane_mode_on|bad_wifi_calling|user_abroad_roaming_enabled_off
+    [PERSONA:Easy]` (reward 0): the user's last device call before the transfer shows
+    "Status Bar: ✈️ Airplane Mode" (turned back on); the manual has the user toggle it."""
+    vs = _verdicts(GPT41, "[mms_issue]airplane_mode_on|bad_wifi_calling|"
+                          "user_abroad_roaming_enabled_off[PERSONA:Easy]", tmp_path)
+    rules = _transfer_rules(vs)
+    assert rules["phone-settings-fixed"] == "true"
+    v, c = _criterion(vs, ":rule:phone-settings-fixed")
+    assert v.verdict == "failure" and c.decided_by == "S1"
+    # the reading it was decided on: the user's newest device call with a status bar
+    assert c.support is not None and c.support.source == "user_tool_result"
+    assert "Status Bar:" in c.support.text and "Airplane Mode" in c.support.text
+
+
+@needs_data
+def test_a_transfer_before_the_mms_steps_fires_and_a_locked_sim_transfer_holds(
+        tmp_path: Path) -> None:
+    """gpt-4.1: `[mms_issue]airplane_mode_on|bad_wifi_calling|break_app_both_permissions|
+    data_mode_off|data_usage_exceeded|unseat_sim_card|user_abroad_roaming_enabled_off
+    [PERSONA:None]` (reward 0) transfers while MMS fails without the messaging app's
+    permissions checked; `[service_issue]airplane_mode_on|lock_sim_card_pin[PERSONA:Easy]`
+    (reward 1) transfers for a SIM locked with a PIN, the manual's own transfer."""
+    early = _transfer_rules(_verdicts(
+        GPT41, "[mms_issue]airplane_mode_on|bad_wifi_calling|break_app_both_permissions|"
+               "data_mode_off|data_usage_exceeded|unseat_sim_card|"
+               "user_abroad_roaming_enabled_off[PERSONA:None]", tmp_path))
+    assert early["mms-steps-taken"] == "true"
+    due = _transfer_rules(_verdicts(
+        GPT41, "[service_issue]airplane_mode_on|lock_sim_card_pin[PERSONA:Easy]", tmp_path))
+    assert set(due) == {"phone-settings-fixed", "mms-steps-taken", "slow-data-steps-taken",
+                        "data-limit-checked"}
+    assert set(due.values()) == {"false"}
+
+
+def test_rules_are_for_committing_or_hand_off_tools_only(tmp_path: Path) -> None:
+    text = SPEC.read_text()
+    text = text.replace("get_data_usage: {writes: false}",
+                        "get_data_usage: {writes: false, rules: [{id: r, check: 'true'}]}")
+    p = tmp_path / "spec.yaml"
+    p.write_text(text)
+    with pytest.raises(InputError, match="a hand-off tool, handoff: true, may have rules"):
+        load_spec(p)

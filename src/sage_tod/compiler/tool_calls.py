@@ -82,6 +82,25 @@ def commit_sites(ctx: TurnContext) -> list[CallSite]:
     return [s for s in sites if s is not None]
 
 
+def handoff_sites(ctx: TurnContext) -> list[CallSite]:
+    """The turn's successful calls of a hand-off tool that has rules (a runbook's "before
+    you transfer, check ..."), each in the turn's workflow when it declares the tool, else
+    in the first workflow that does."""
+    out: list[CallSite] = []
+    for i, c in enumerate(ctx.turn.tool_calls or ()):
+        if c.error:
+            continue
+        own = ctx.workflow.tools.get(c.name)
+        if own is not None and own.handoff and own.rules:
+            out.append(CallSite(i, c, ctx.workflow, own))
+            continue
+        wf = next((w for w in ctx.spec.workflows.values()
+                   if (t := w.tools.get(c.name)) is not None and t.handoff and t.rules), None)
+        if wf is not None:
+            out.append(CallSite(i, c, wf, wf.tools[c.name]))
+    return out
+
+
 def refused_sites(ctx: TurnContext) -> list[CallSite]:
     """The turn's committing calls the tool refused, as call sites: an attempt still
     answers to the policy's rules (a refusal the rules foresaw is an action the agent
@@ -362,7 +381,7 @@ def compile_tool_pc(ctx: TurnContext) -> list[Criterion]:
                 question=f"Was {read} called successfully before {name}?",
             ))
         out.extend(_rule_criteria(ctx, site))
-    for site in refused_sites(ctx):
+    for site in refused_sites(ctx) + handoff_sites(ctx):
         out.extend(_rule_criteria(ctx, site))
     return out
 

@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 SpanSource = Literal["user", "agent", "history.user", "history.agent", "state_before",
-                     "state_after", "tool_call", "tool_result"]
+                     "state_after", "tool_call", "tool_result", "user_tool_result"]
 
 
 class FailureClass(StrEnum):

@@ -576,10 +576,11 @@ def _check_tool_rules(tool: str, ts: ToolSpec, tools: Mapping[str, ToolSpec],
         except re.error as exc:
             raise InputError(path, f"requested is not a regular expression ({exc})",
                              field=f"{where}.requested") from None
-    if (ts.rules or ts.prefer or ts.target is not None or ts.after or ts.requested) and (
-            not ts.is_commit):
+    if (ts.prefer or ts.target is not None or ts.after or ts.requested or (
+            ts.rules and not ts.handoff)) and not ts.is_commit:
         raise InputError(path, "target, after, rules, prefer and requested are for committing "
-                         "tools (set commits: true or confirms: true)", field=where)
+                         "tools (set commits: true or confirms: true; a hand-off tool, "
+                         "handoff: true, may have rules)", field=where)
 
 
 def _from_buckets(order: list[list[str] | _AnyBucket], slots: Mapping[str, SlotSpec],

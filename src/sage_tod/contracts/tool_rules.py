@@ -21,7 +21,13 @@ Names a rule can use (docs/formats.md §1, *Tool rules*):
 - `transcript`: the conversation up to the user's message before the call,
   `{role: "user" | "agent", text, amounts, quoted}` oldest first (CEL's `matches`
   is RE2; `amounts`: the money amounts the message states, as doubles; `quoted`:
-  those a charge word — cost, refund, difference, total — leads to).
+  those a charge word — cost, refund, difference, total — leads to);
+- `user_calls`: in a dual-control log, the user's own tool calls before the call,
+  `{name, arguments, result}` oldest first (`user_tool_calls` of the turns: what
+  the user's phone showed them), `[]` elsewhere.
+Rules of a hand-off tool (`handoff: true`) are judged at each successful hand-off
+with the same names (`args` its arguments): a runbook's "before you transfer,
+check ..." steps.
 A rule that cannot be evaluated (a field the log does not hold, a type error)
 is an abstention, never a guess.
 """
@@ -37,7 +43,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 RULE_NAMES = frozenset({"args", "target", "results", "reads", "calls", "context", "result",
-                        "transcript"})
+                        "transcript", "user_calls"})
 # a preference's `key` and `available` also see `item`: one record of an option
 PREFERENCE_NAMES = RULE_NAMES | {"item"}
 

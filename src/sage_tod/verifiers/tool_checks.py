@@ -33,6 +33,7 @@ from sage_tod.compiler.tool_calls import (
     commit_sites,
     count_statement,
     declined_actions,
+    handoff_sites,
     leaf_text,
     leaves,
     mapped_slot,
@@ -420,8 +421,9 @@ def _result_span(hit: Hit) -> Span:
 
 
 def _site(ctx: TurnContext, call: int | None, refused: bool = False) -> CallSite | None:
-    """The committing call `call` of the turn; with `refused`, a refused one too."""
-    for s in commit_sites(ctx) + (refused_sites(ctx) if refused else []):
+    """The committing call `call` of the turn; with `refused` (a rule's site), a refused
+    one or a hand-off with rules too."""
+    for s in commit_sites(ctx) + (refused_sites(ctx) + handoff_sites(ctx) if refused else []):
         if s.index == call:
             return s
     return None
@@ -699,6 +701,29 @@ def rule_span(rule: ToolRule, bindings: Mapping[str, Any], target: PriorCall | N
     return None if target is None else _result_span_of(target)
 
 
+def user_call_span(rule: ToolRule, ctx: TurnContext) -> Span | None:
+    """For a rule over `user_calls` (a runbook step over what the user's phone showed):
+    the user's newest device call the rule names, by tool name or by a string it looks
+    for in a result ("Status Bar:"), as a `user_tool_result` span (`index`: the history
+    entry, null for this turn's; `call`: its position in that entry's `user_tool_calls`)."""
+    text = f"{rule.when or ''} {rule.check}"
+    if "user_calls" not in text:
+        return None
+    words = {w for lit in re.findall(r'"([^"]+)"', text) for w in lit.split("|") if w}
+    entries: list[tuple[int | None, tuple[ToolCall, ...]]] = [
+        (None, ctx.turn.user_tool_calls),
+        *((i, h.user_tool_calls) for i, h in reversed(list(enumerate(ctx.turn.history or ()))))]
+    for index, calls in entries:
+        for pos in range(len(calls) - 1, -1, -1):
+            c = calls[pos]
+            shown = c.result if isinstance(c.result, str) else json.dumps(c.result)
+            if c.name in words or any(w in shown for w in words):
+                body = f"{c.name}: {shown}"[:300]
+                return Span(source="user_tool_result", index=index, start=0, end=len(body),
+                            text=body, call=pos)
+    return None
+
+
 def _facts_text(facts: dict[str, Any], key: str | None, limit: int = 300) -> str:
     """The facts as JSON of at most `limit` characters, still JSON: the largest values
     (a list of flights) give way first, the entity's key and the short facts a rule
@@ -767,7 +792,8 @@ def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
     if not judged.applies:
         return Decision(Outcome.FALSE, 1.0, judged.reason)
     span = rule_span(rule, bindings, target, view,
-                     None if site.tool.target is None else site.tool.target.result_key, site)
+                     None if site.tool.target is None else site.tool.target.result_key, site
+                     ) or user_call_span(rule, ctx)
     if judged.value:
         return Decision(Outcome.FALSE, 1.0, f"rule {rule.id!r} holds", span)
     tried = " (the tool refused the call: the agent tried what the policy rules out)" if (
@@ -968,6 +994,9 @@ def rule_bindings(ctx: TurnContext, site: CallSite, view: ToolView
         "reads": every,
         "result": site.call.result,
         "transcript": transcript(ctx),
+        "user_calls": [{"name": c.name, "arguments": dict(c.arguments), "result": c.result}
+                       for c in [*(c for h in ctx.turn.history or ()
+                                   for c in h.user_tool_calls), *ctx.turn.user_tool_calls]],
     }
     return bindings, target
 
