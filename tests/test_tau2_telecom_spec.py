@@ -169,6 +169,9 @@ def test_a_transfer_while_the_phone_shows_airplane_mode_fires(tmp_path: Path) ->
     # the reading it was decided on: the user's newest device call with a status bar
     assert c.support is not None and c.support.source == "user_tool_result"
     assert "Status Bar:" in c.support.text and "Airplane Mode" in c.support.text
+    # the repair says the runbook's step in words, not the CEL condition
+    assert c.repair is not None and c.repair.startswith("do not hand the user over yet:")
+    assert "user_calls" not in c.repair
 
 
 @needs_data

@@ -21,6 +21,7 @@ from sage_tod.compiler.tool_calls import (
     compile_tool_iuv,
     compile_tool_pc,
     compile_tool_uv,
+    handoff_tools,
     is_tool_turn,
 )
 from sage_tod.contracts.criteria import (
@@ -265,6 +266,10 @@ def _repair_iuv(c: Criterion, ctx: TurnContext) -> str:
     return f"record value {a.value!r}{where} into slot {slot}"
 
 
+# the longest rule condition a repair hint quotes
+_REPAIR_CONDITION_CHARS = 160
+
+
 def _repair_pc(c: Criterion, ctx: TurnContext) -> str:
     a = c.args
     if isinstance(a, PCArgs) and a.tool is not None:
@@ -282,7 +287,11 @@ def _repair_pc(c: Criterion, ctx: TurnContext) -> str:
         if a.certainty == "tool_count":
             return (f"act only on what the user asked for ({a.cue!r}); ask before calling "
                     f"{a.tool} for another one")
-        return f"do not call {a.tool}: {a.cue} ({a.outcome} is false)"
+        # a long CEL condition says less than the rule's message; a short one says which
+        cond = f" ({a.outcome} is false)" if len(a.outcome) <= _REPAIR_CONDITION_CHARS else ""
+        if a.tool in handoff_tools(ctx.spec):
+            return f"do not hand the user over yet: {a.cue}{cond}"
+        return f"do not call {a.tool}: {a.cue}{cond}"
     unmet = sorted(ctx.workflow.outcome_unmet(ctx.after))
     return f"required slots {_fmt_set(unmet)} still empty, do not confirm"
 
