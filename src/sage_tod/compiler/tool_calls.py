@@ -23,7 +23,7 @@ This module also holds the conversation view both sides read (`ToolView`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,14 +64,25 @@ class CallSite:
     tool: ToolSpec
 
 
-def _call_site(ctx: TurnContext, i: int, call: ToolCall) -> CallSite | None:
-    """The call as a committing call site: the turn's own workflow wins when it declares
-    the tool; otherwise the first workflow of the spec that does; None for a read."""
+def _commits(ts: ToolSpec) -> bool:
+    return ts.is_commit
+
+
+def _hands_off_by_rules(ts: ToolSpec) -> bool:
+    return ts.handoff and bool(ts.rules)
+
+
+def _call_site(ctx: TurnContext, i: int, call: ToolCall,
+               judged: Callable[[ToolSpec], bool] = _commits) -> CallSite | None:
+    """The call as a site of the tools `judged` picks (default: committing ones): the
+    turn's own workflow wins when it declares the tool so; otherwise the first workflow
+    of the spec that does; None for any other call (a read)."""
     own = ctx.workflow.tools.get(call.name)
-    if own is not None and own.is_commit:
+    if own is not None and judged(own):
         return CallSite(i, call, ctx.workflow, own)
-    wfs = ctx.spec.tool_workflows(call.name)
-    return CallSite(i, call, wfs[0], wfs[0].tools[call.name]) if wfs else None
+    wf = next((w for w in ctx.spec.workflows.values()
+               if (t := w.tools.get(call.name)) is not None and judged(t)), None)
+    return None if wf is None else CallSite(i, call, wf, wf.tools[call.name])
 
 
 def commit_sites(ctx: TurnContext) -> list[CallSite]:
@@ -84,21 +95,10 @@ def commit_sites(ctx: TurnContext) -> list[CallSite]:
 
 def handoff_sites(ctx: TurnContext) -> list[CallSite]:
     """The turn's successful calls of a hand-off tool that has rules (a runbook's "before
-    you transfer, check ..."), each in the turn's workflow when it declares the tool, else
-    in the first workflow that does."""
-    out: list[CallSite] = []
-    for i, c in enumerate(ctx.turn.tool_calls or ()):
-        if c.error:
-            continue
-        own = ctx.workflow.tools.get(c.name)
-        if own is not None and own.handoff and own.rules:
-            out.append(CallSite(i, c, ctx.workflow, own))
-            continue
-        wf = next((w for w in ctx.spec.workflows.values()
-                   if (t := w.tools.get(c.name)) is not None and t.handoff and t.rules), None)
-        if wf is not None:
-            out.append(CallSite(i, c, wf, wf.tools[c.name]))
-    return out
+    you transfer, check ..."), as call sites."""
+    sites = (_call_site(ctx, i, c, _hands_off_by_rules)
+             for i, c in enumerate(ctx.turn.tool_calls or ()) if not c.error)
+    return [s for s in sites if s is not None]
 
 
 def refused_sites(ctx: TurnContext) -> list[CallSite]:

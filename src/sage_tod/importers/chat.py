@@ -413,7 +413,7 @@ def conversation_turns(msgs: Sequence[Message], spec: SpecBundle, dialogue_id: s
             continue  # read through `answers` when its call is processed
         # assistant
         if user_calls:  # the user acted and the agent answered without the user speaking
-            cur = open_turn("", first_call if first_call is not None else m.index)
+            cur = open_turn("", m.index)  # first: the user's first call (open_turn)
         if cur is None:
             if m.text.strip():
                 lead.append(m.text)

@@ -420,10 +420,10 @@ def _result_span(hit: Hit) -> Span:
 # decisions
 
 
-def _site(ctx: TurnContext, call: int | None, refused: bool = False) -> CallSite | None:
-    """The committing call `call` of the turn; with `refused` (a rule's site), a refused
-    one or a hand-off with rules too."""
-    for s in commit_sites(ctx) + (refused_sites(ctx) + handoff_sites(ctx) if refused else []):
+def _site(ctx: TurnContext, call: int | None, for_rule: bool = False) -> CallSite | None:
+    """The committing call `call` of the turn; `for_rule` (the sites rules are judged at):
+    a refused one or a hand-off with rules too."""
+    for s in commit_sites(ctx) + (refused_sites(ctx) + handoff_sites(ctx) if for_rule else []):
         if s.index == call:
             return s
     return None
@@ -767,7 +767,7 @@ def decide_tool_pc(a: PCArgs, ctx: TurnContext) -> Decision:
     if a.certainty == "tool_claim":
         return Decision(Outcome.TRUE, 0.9, f"the agent confirms ({a.cue[:60]!r}) while "
                         f"{a.tool} was refused in this turn and nothing else committed")
-    site = _site(ctx, a.call, refused=a.certainty == "tool_rule")
+    site = _site(ctx, a.call, for_rule=a.certainty == "tool_rule")
     if site is None:
         return Decision.abstain("the call is not in this turn")
     view = tool_view(ctx, site)
