@@ -22,6 +22,7 @@ from rich.text import Text
 
 from sage_tod import demo as demo_data
 from sage_tod.cli.audit import register as register_audit
+from sage_tod.cli.conversations import register as register_conversations
 from sage_tod.cli.data import slices_app, specs_export
 from sage_tod.cli.errors import install_guards, one_line_errors
 from sage_tod.cli.importers import register as register_import
@@ -61,6 +62,7 @@ register_import(app)
 app.command("gate")(gate_cmd)
 register_speed(app)
 register_audit(app)
+register_conversations(app)
 
 T = TypeVar("T")
 

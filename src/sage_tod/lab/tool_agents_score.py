@@ -10,7 +10,8 @@ agent), per domain and overall:
 - the clean-turn flag rate and the F1 of flagging every labelled turn;
 - conversation AUCs for telling failed conversations (reward 0) from the rest:
   by the number of turns the evaluator flags, by conversation length alone, and
-  by "any turn flagged";
+  by "any turn flagged", and by the conversation verdict (`sage-tod conversations`:
+  failure, then undecided, then acceptable; failures by their failing turns);
 
 with 95 % percentile bootstrap intervals that resample *tasks* (all runs and
 turns of a task together: the turns of one task are not independent, and every
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from sage_tod.contracts.conversations import conversation_outcome
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.verdicts import iter_verdicts
 from sage_tod.lab.stats import N_BOOT, SEED, resample_indices
@@ -212,8 +214,9 @@ def _failed_by_reward(conversation: str, ts: Sequence[ScoredTurn]) -> bool | Non
 def conversation_metrics(turns: Sequence[ScoredTurn], n_boot: int = N_BOOT, seed: int = SEED,
                          failed: Callable[[str, Sequence[ScoredTurn]], bool | None]
                          = _failed_by_reward) -> dict[str, Any]:
-    """AUCs for failed conversations: flagged-turn count, length, any flag. A conversation
-    fails when `failed` says so (default: reward 0); None leaves it out."""
+    """AUCs for failed conversations: flagged-turn count, length, any flag, conversation
+    verdict. A conversation fails when `failed` says so (default: reward 0); None leaves
+    it out."""
     convs: dict[str, list[ScoredTurn]] = {}
     for t in turns:
         convs.setdefault(t.conversation, []).append(t)
@@ -221,7 +224,12 @@ def conversation_metrics(turns: Sequence[ScoredTurn], n_boot: int = N_BOOT, seed
     for conv, ts in convs.items():
         f = failed(conv, ts)
         if f is not None:
-            rows.append((ts[0].task, f, sum(t.verdict == "failure" for t in ts), len(ts)))
+            fails = sum(t.verdict == "failure" for t in ts)
+            # the conversation verdict's order: a failure by its failing turns (>= 1),
+            # then undecided (0.5), then acceptable (0)
+            verdict = fails + 0.5 * (conversation_outcome(t.verdict for t in ts)
+                                     == "undecided")
+            rows.append((ts[0].task, f, fails, len(ts), verdict))
     out: dict[str, Any] = {"conversations": len(rows),
                            "failed": sum(1 for r in rows if r[1])}
     tasks = sorted({r[0] for r in rows})
@@ -229,7 +237,8 @@ def conversation_metrics(turns: Sequence[ScoredTurn], n_boot: int = N_BOOT, seed
     w = cluster_weights(len(tasks), n_boot, seed) if tasks else np.zeros((n_boot, 0))
     scores = {"auc_flagged_turns": [float(r[2]) for r in rows],
               "auc_length": [float(r[3]) for r in rows],
-              "auc_any_flag": [float(r[2] > 0) for r in rows]}
+              "auc_any_flag": [float(r[2] > 0) for r in rows],
+              "auc_conversation_verdict": [float(r[4]) for r in rows]}
     posm = np.array([r[1] for r in rows], dtype=bool)
     cw = w[:, [tix[r[0]] for r in rows]] if rows else np.zeros((n_boot, 0))
     for name, sc in scores.items():
@@ -393,8 +402,8 @@ def markdown(res: Mapping[str, Any]) -> str:
     """The tables docs/results-tool-agents.md shows."""
     head = ("| group | conv. (failed) | labelled (fail/clean) | P | R | F1 [95 % CI] | "
             "F1 decided | undecided | clean flagged [CI] | flag-all F1 | "
-            "AUC flagged turns [CI] | AUC length | AUC any flag |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+            "AUC flagged turns [CI] | AUC length | AUC any flag | AUC conv. verdict [CI] |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows = [head]
     for name, g in res["groups"].items():
         rows.append(
@@ -403,7 +412,7 @@ def markdown(res: Mapping[str, Any]) -> str:
             f"{_f(g['f1'])} | {_f(g['f1_decided'])} | {_f(g['undecided_rate'])} | "
             f"{_f(g['clean_flag_rate'])} | {_f(g['flag_all_f1'])} | "
             f"{_f(g['auc_flagged_turns'])} | {_f(g['auc_length'])} | "
-            f"{_f(g['auc_any_flag'])} |")
+            f"{_f(g['auc_any_flag'])} | {_f(g['auc_conversation_verdict'])} |")
     text = "\n".join(rows) + "\n"
     if "audited" in res:
         sub = ["", "Audited subset (reader label as gold; `gold` = the gold-derived labels of "
@@ -432,11 +441,11 @@ def markdown(res: Mapping[str, Any]) -> str:
                f"{c['reader_clean_reward_failed']} reward-0 ones the reader finds no fault "
                "in):", "",
                "| truth | conv. (failed) | AUC flagged turns [CI] | AUC length | "
-               "AUC any flag |", "|---|---|---|---|---|"]
+               "AUC any flag | AUC conv. verdict [CI] |", "|---|---|---|---|---|---|"]
         for which in ("reader", "reward"):
             g = c[which]
             cut.append(f"| {which} | {g['conversations']} ({g['failed']}) | "
                        f"{_f(g['auc_flagged_turns'])} | {_f(g['auc_length'])} | "
-                       f"{_f(g['auc_any_flag'])} |")
+                       f"{_f(g['auc_any_flag'])} | {_f(g['auc_conversation_verdict'])} |")
         text += "\n".join(cut) + "\n"
     return text
