@@ -360,6 +360,14 @@ def test_conversation_audit_by_hand(tmp_path: Path) -> None:
     assert m["reward"]["auc_flagged_turns"]["point"] == pytest.approx(0.0)
     assert m["reward_agreement"] == pytest.approx(0.0)
     assert (m["reader_failure_reward_ok"], m["reader_clean_reward_failed"]) == (1, 1)
+    assert "batches" not in m  # one reading round: nothing to split
+    # a second reading round is scored on its own beside the whole
+    two = [rows[0], rows[1], {**rows[2], "batch": 2}]
+    mb = conversation_audit(table, two, n_boot=100)
+    assert sorted(mb["batches"]) == [1, 2]
+    assert mb["batches"][1]["read"] == 2 and mb["batches"][2]["read"] == 1
+    assert mb["batches"][2]["reader"]["failed"] == 0  # C alone, clean
+    assert mb["reader"] == m["reader"]
     bad = tmp_path / "a.jsonl"
     bad.write_text(json.dumps({**rows[0], "reader": "maybe"}) + "\n")
     with pytest.raises(InputError, match=r"a\.jsonl:1: field 'reader'"):

@@ -299,8 +299,9 @@ def audit_summary(rows: Sequence[Mapping[str, Any]], task_of: Mapping[str, str],
 
 
 def read_conversation_audit(path: Path) -> list[dict[str, Any]]:
-    """Conversation audit rows `{file, dialogue_id, reader, reason}`: a reader's blind
-    label of the whole conversation (did the agent do anything wrong?), checked."""
+    """Conversation audit rows `{file, dialogue_id, reader, reason}` (and `batch`, the
+    reading round, 1 when absent): a reader's blind label of the whole conversation (did
+    the agent do anything wrong?), checked."""
     rows = _read_jsonl(path)
     for n, r in enumerate(rows, 1):
         for k in ("file", "dialogue_id", "reader", "reason"):
@@ -330,11 +331,18 @@ def conversation_audit(turns: Sequence[ScoredTurn], rows: Sequence[Mapping[str, 
             seen.add(t.conversation)
             pairs[(reader[t.conversation], t.reward == 0)] += 1
     agree = pairs[("failure", True)] + pairs[("clean", False)]
-    return {"read": len(rows), "cant_tell": sum(1 for r in rows if r["reader"] == "cant_tell"),
-            "not_in_slices": missing, "reader": by_reader, "reward": by_reward,
-            "reader_failure_reward_ok": pairs[("failure", False)],
-            "reader_clean_reward_failed": pairs[("clean", True)],
-            "reward_agreement": _ratio(agree, sum(pairs.values()))}
+    out = {"read": len(rows), "cant_tell": sum(1 for r in rows if r["reader"] == "cant_tell"),
+           "not_in_slices": missing, "reader": by_reader, "reward": by_reward,
+           "reader_failure_reward_ok": pairs[("failure", False)],
+           "reader_clean_reward_failed": pairs[("clean", True)],
+           "reward_agreement": _ratio(agree, sum(pairs.values()))}
+    batches = sorted({int(r.get("batch", 1)) for r in rows})
+    if len(batches) > 1:  # each reading round on its own, beside all of them together
+        out["batches"] = {
+            b: conversation_audit(turns, [r for r in rows if int(r.get("batch", 1)) == b],
+                                  n_boot, seed)
+            for b in batches}
+    return out
 
 
 def _akey(r: Mapping[str, Any]) -> str:
@@ -442,10 +450,12 @@ def markdown(res: Mapping[str, Any]) -> str:
                "in):", "",
                "| truth | conv. (failed) | AUC flagged turns [CI] | AUC length | "
                "AUC any flag | AUC conv. verdict [CI] |", "|---|---|---|---|---|---|"]
-        for which in ("reader", "reward"):
-            g = c[which]
-            cut.append(f"| {which} | {g['conversations']} ({g['failed']}) | "
-                       f"{_f(g['auc_flagged_turns'])} | {_f(g['auc_length'])} | "
-                       f"{_f(g['auc_any_flag'])} | {_f(g['auc_conversation_verdict'])} |")
+        parts = [("", c), *((f"batch {b}: ", cb) for b, cb in c.get("batches", {}).items())]
+        for label, part in parts:
+            for which in ("reader", "reward"):
+                g = part[which]
+                cut.append(f"| {label}{which} | {g['conversations']} ({g['failed']}) | "
+                           f"{_f(g['auc_flagged_turns'])} | {_f(g['auc_length'])} | "
+                           f"{_f(g['auc_any_flag'])} | {_f(g['auc_conversation_verdict'])} |")
         text += "\n".join(cut) + "\n"
     return text
