@@ -50,6 +50,7 @@ args=("$verdicts" --turns "$INPUT_TURNS" --summary "$summary" --overwrite --wors
 [ -n "${INPUT_BASELINE:-}" ] && args+=(--baseline "$INPUT_BASELINE")
 [ -n "${INPUT_MAX_FAILURE_RATE:-}" ] && args+=(--max-failure-rate "$INPUT_MAX_FAILURE_RATE")
 [ -n "${INPUT_MAX_UNDECIDED_RATE:-}" ] && args+=(--max-undecided-rate "$INPUT_MAX_UNDECIDED_RATE")
+[ -n "${INPUT_MAX_CONVERSATION_FAILURE_RATE:-}" ] && args+=(--max-conversation-failure-rate "$INPUT_MAX_CONVERSATION_FAILURE_RATE")
 [ -n "${INPUT_MIN_F1:-}" ] && args+=(--min-f1 "$INPUT_MIN_F1")
 [ -n "${INPUT_MAX_REGRESSIONS:-}" ] && args+=(--max-regressions "$INPUT_MAX_REGRESSIONS")
 for limit in ${INPUT_MAX_CLASS:-}; do args+=(--max-class "$limit"); done

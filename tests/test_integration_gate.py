@@ -58,6 +58,31 @@ def test_thresholds_pass_and_fail_on_the_measured_rates(demo_run):
     assert not run_gate(vs, Thresholds(max_undecided_rate=und - 0.01)).passed
 
 
+def test_conversation_failure_rate_counts_conversations_not_turns(demo_run, tmp_path,
+                                                                 monkeypatch):
+    path, vs, _ = demo_run
+    dialogues = {v.dialogue_id for v in vs}
+    failed = {v.dialogue_id for v in vs if v.verdict == "failure"}
+    assert 0 < len(failed) < len(dialogues)  # the demo has both kinds of conversation
+    rate = len(failed) / len(dialogues)
+    assert rate != pytest.approx(sum(v.verdict == "failure" for v in vs) / len(vs))
+    ok = run_gate(vs, Thresholds(max_conversation_failure_rate=rate))
+    bad = run_gate(vs, Thresholds(max_conversation_failure_rate=rate - 0.01))
+    assert ok.passed and not bad.passed
+    assert [c.name for c in bad.checks] == ["conversation failure rate"]
+    assert bad.conversations["failure"] == len(failed)
+    assert f"{len(dialogues)} conversation(s): {len(failed)} failure" in markdown_summary(bad)
+    outputs = tmp_path / "out.txt"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    r = runner.invoke(app, ["gate", str(path), "--max-conversation-failure-rate",
+                            f"{rate - 0.01:.4f}"])
+    assert r.exit_code == 1 and "conversation failure rate" in r.output
+    got = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    assert float(got["conversation-failure-rate"]) == pytest.approx(rate, abs=1e-4)
+    with pytest.raises(InputError, match="between 0 and 1"):
+        Thresholds(max_conversation_failure_rate=-0.1)
+
+
 def test_min_f1_uses_scoring_and_is_skipped_without_gold(demo_run):
     _, vs, records = demo_run
     gold = [(r.turn.key, r.gold) for r in records]

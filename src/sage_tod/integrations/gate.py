@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from sage_tod.contracts.conversations import conversation_verdicts
 from sage_tod.contracts.criteria import Span, as_failure_class
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.turns import Gold, Turn
@@ -42,9 +43,13 @@ class Thresholds:
     max_undecided_rate: float | None = None
     min_f1: float | None = None
     max_regressions: int | None = None
+    # the share of conversations whose verdict is failure (contracts.conversations): the
+    # unit τ-bench scores, for agents judged per conversation
+    max_conversation_failure_rate: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_failure_rate", "max_undecided_rate", "min_f1"):
+        for name in ("max_failure_rate", "max_undecided_rate", "min_f1",
+                     "max_conversation_failure_rate"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:
                 raise InputError(f"--{name.replace('_', '-')}",
@@ -65,6 +70,9 @@ class Thresholds:
         out: list[str] = []
         if self.max_failure_rate is not None:
             out.append(f"failure rate <= {self.max_failure_rate:.1%}")
+        if self.max_conversation_failure_rate is not None:
+            out.append("conversation failure rate <= "
+                       f"{self.max_conversation_failure_rate:.1%}")
         out.extend(f"{c} turns <= {n}" for c, n in self.max_class.items())
         if self.max_undecided_rate is not None:
             out.append(f"undecided rate <= {self.max_undecided_rate:.1%}")
@@ -98,6 +106,8 @@ class GateResult:
     regressions: list[Verdict] = field(default_factory=list)
     fixed: list[str] = field(default_factory=list)
     baseline_missing: list[str] = field(default_factory=list)
+    # conversation verdicts: failure / undecided / acceptable -> how many conversations
+    conversations: Counter[str] = field(default_factory=Counter)
 
     @property
     def passed(self) -> bool:
@@ -110,11 +120,18 @@ class GateResult:
     def rate(self, verdict: str) -> float:
         return self.counts[verdict] / self.n if self.n else 0.0
 
+    def conversation_rate(self, verdict: str) -> float:
+        n = sum(self.conversations.values())
+        return self.conversations[verdict] / n if n else 0.0
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "passed": self.passed, "turns": self.n,
             "counts": {k: self.counts[k] for k in ("failure", "acceptable", "undecided")},
             "failure_rate": self.rate("failure"), "undecided_rate": self.rate("undecided"),
+            "conversations": {k: self.conversations[k]
+                              for k in ("failure", "acceptable", "undecided")},
+            "conversation_failure_rate": self.conversation_rate("failure"),
             "classes": {c: self.class_counts[c]
                         for c in [*CLASSES, *sorted(set(self.class_counts) - set(CLASSES))]},
             "checks": [{"name": c.name, "status": c.status, "value": c.value,
@@ -151,8 +168,13 @@ def run_gate(verdicts: Sequence[Verdict], thresholds: Thresholds, *,
     class_counts = Counter(str(c) for v in vs for c in v.classes)
     n = len(vs)
     checks: list[Check] = []
+    convs: Counter[str] = Counter(c.verdict for c in conversation_verdicts(vs))
     for maybe in (_limit_check("failure rate", counts["failure"] / n,
-                               thresholds.max_failure_rate, upper=True, pct=True),):
+                               thresholds.max_failure_rate, upper=True, pct=True),
+                  _limit_check("conversation failure rate",
+                               convs["failure"] / sum(convs.values()),
+                               thresholds.max_conversation_failure_rate, upper=True,
+                               pct=True)):
         if maybe:
             checks.append(maybe)
     for cls, limit in thresholds.max_class.items():
@@ -180,7 +202,7 @@ def run_gate(verdicts: Sequence[Verdict], thresholds: Thresholds, *,
                     if report.missing_verdicts else "")
             checks.append(Check(f1.name, f1.status, f1.value, f1.limit,
                                 note or f"n={report.n}, undecided counted as acceptable"))
-    result = GateResult(vs, checks, counts, class_counts, report)
+    result = GateResult(vs, checks, counts, class_counts, report, conversations=convs)
     if baseline is not None:
         before = {v.key: v.verdict for v in baseline}
         now = {v.key for v in vs}
@@ -273,6 +295,12 @@ def markdown_summary(result: GateResult, *, turns: Mapping[str, Turn] | None = N
              "| verdict | turns | share |", "|---|---:|---:|"]
     for label in ("failure", "acceptable", "undecided"):
         lines.append(f"| {label} | {result.counts[label]} | {result.rate(label):.1%} |")
+    n_conv = sum(result.conversations.values())
+    if n_conv:
+        lines += ["", f"{n_conv} conversation(s): " + ", ".join(
+            f"{result.conversations[k]} {k} ({result.conversation_rate(k):.1%})"
+            for k in ("failure", "undecided", "acceptable"))
+            + " (a conversation fails when a turn does)"]
     fired = [c for c in CLASSES if result.class_counts[c]]
     fired += sorted(c for c in result.class_counts if c not in CLASSES)  # plugin classes
     if fired:

@@ -62,6 +62,7 @@ def _write_outputs(result: GateResult, summary: Path | None) -> None:
               "failures": str(result.counts["failure"]),
               "failure-rate": f"{result.rate('failure'):.4f}",
               "undecided-rate": f"{result.rate('undecided'):.4f}",
+              "conversation-failure-rate": f"{result.conversation_rate('failure'):.4f}",
               "regressions": str(len(result.regressions))}
     if summary is not None:
         values["summary"] = str(summary)
@@ -110,6 +111,9 @@ def gate(
              "there and failing now are regressions")] = None,
     max_failure_rate: Annotated[float | None, typer.Option(
         help="fail when more than this share of turns are failures (0-1)")] = None,
+    max_conversation_failure_rate: Annotated[float | None, typer.Option(
+        help="fail when more than this share of conversations fail (a conversation fails "
+             "when any of its turns does; 0-1)")] = None,
     max_class: Annotated[list[str] | None, typer.Option(
         help="CLASS=N: fail when more than N turns fire CLASS (IUV, WNF, PC, UV); "
              "repeatable")] = None,
@@ -139,7 +143,8 @@ def gate(
         thresholds = Thresholds(max_failure_rate=max_failure_rate,
                                 max_class=parse_class_limits(max_class or []),
                                 max_undecided_rate=max_undecided_rate, min_f1=min_f1,
-                                max_regressions=max_regressions)
+                                max_regressions=max_regressions,
+                                max_conversation_failure_rate=max_conversation_failure_rate)
         result = _run(verdicts, turns, baseline, thresholds, summary, report_link, worst,
                       title, as_json, overwrite)
     except InputError as exc:
