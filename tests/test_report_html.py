@@ -51,6 +51,12 @@ def test_report_is_self_contained_and_escaped(tmp_path: Path) -> None:
     assert text.count("<script>") == 1  # the page's own filter script
     assert "http://" not in text and "https://" not in text  # nothing fetched at view time
     assert "P / R / F1" in text and "criteria decided by" in text
+    # the conversations card counts dialogues, a failed one being one with a failing turn
+    vs = read_verdicts(tmp_path / "v.jsonl")
+    failed = {v.dialogue_id for v in vs if v.verdict == "failure"}
+    n = len({v.dialogue_id for v in vs})
+    assert (f'<span class="muted">conversations</span><b>{n}</b> '
+            f'<span class="failure">{len(failed)} failed</span>') in text
 
 
 def _chromium() -> tuple[str, str] | None:
@@ -106,6 +112,17 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
         mark = detail.find_element(By.CSS_SELECTOR, ".u-t mark.ev")
         assert mark.text == "4"
         assert "record value '4'" in detail.text
+        # every turn of the failed conversations, the acceptable ones among them too
+        Select(drv.find_element(By.ID, "f-verdict")).select_by_value("")
+        Select(drv.find_element(By.ID, "f-conversation")).select_by_value("failure")
+        rows = drv.find_elements(By.CSS_SELECTOR, "tr.row")
+        visible = [r for r in rows if r.is_displayed()]
+        failed = {r.find_element(By.TAG_NAME, "td").text.rsplit(":", 1)[0]
+                  for r in rows if r.get_attribute("data-verdict") == "failure"}
+        assert {r.find_element(By.TAG_NAME, "td").text.rsplit(":", 1)[0]
+                for r in visible} == failed
+        assert any(r.get_attribute("data-verdict") != "failure" for r in visible)
+        Select(drv.find_element(By.ID, "f-conversation")).select_by_value("")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / "report-demo.png"
         assert drv.save_screenshot(str(shot)) and shot.stat().st_size > 10_000

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sage_tod.contracts.conversations import conversation_verdicts
 from sage_tod.contracts.criteria import Span
 from sage_tod.contracts.turns import Gold, ToolCall, Turn
 from sage_tod.contracts.verdicts import CriterionVerdict, Verdict, decided_by_counts
@@ -25,12 +26,13 @@ _JS = """
   const sel = id => document.getElementById(id);
   function apply(){
     const v = sel('f-verdict').value, c = sel('f-class').value, w = sel('f-workflow').value,
-          q = sel('f-search').value.toLowerCase();
+          k = sel('f-conversation').value, q = sel('f-search').value.toLowerCase();
     let shown = 0;
     document.querySelectorAll('tr.row').forEach(r => {
       const ok = (!v || r.dataset.verdict === v) &&
                  (!c || r.dataset.classes.split(' ').includes(c)) &&
                  (!w || r.dataset.workflow === w) &&
+                 (!k || r.dataset.conversation === k) &&
                  (!q || r.dataset.search.includes(q));
       r.classList.toggle('hidden', !ok);
       const d = document.getElementById('d-' + r.dataset.idx);
@@ -50,7 +52,8 @@ _JS = """
       d.dataset.filled = '1';
     }
   }, true);
-  ['f-verdict','f-class','f-workflow'].forEach(id => sel(id).addEventListener('change', apply));
+  ['f-verdict','f-class','f-workflow','f-conversation'].forEach(
+    id => sel(id).addEventListener('change', apply));
   sel('f-search').addEventListener('input', apply);
   document.querySelectorAll('tr.row').forEach(r => r.addEventListener('click', () => {
     document.getElementById('d-' + r.dataset.idx).classList.toggle('hidden');
@@ -299,6 +302,13 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
             cards.append(f'<div class="card"><span class="muted">P / R / F1 (n={rep.n})</span>'
                          f"<b>{rep.full.precision:.2f} / {rep.full.recall:.2f} / "
                          f"{rep.full.f1:.2f}</b></div>")
+    # a conversation fails when a turn does (contracts.conversations): the unit τ-bench
+    # scores; the filter below shows every turn of the failed (or undecided) ones
+    conv = {c.dialogue_id: c.verdict for c in conversation_verdicts(verdicts)}
+    conv_counts = Counter(conv.values())
+    cards.append(f'<div class="card"><span class="muted">conversations</span><b>{len(conv)}'
+                 f'</b> <span class="failure">{conv_counts["failure"]} failed</span> '
+                 f'<span class="undecided">{conv_counts["undecided"]} undecided</span></div>')
     cost = sum(v.cost_usd for v in verdicts)
     cards.append(f'<div class="card"><span class="muted">cost</span><b>${cost:.4f}</b></div>')
     missing = Counter(m for v in verdicts for m in v.missing)
@@ -322,6 +332,7 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
         rows.append(
             f'<tr class="row" data-idx="{i}" data-verdict="{v.verdict}" '
             f'data-classes="{escape(classes)}" data-workflow="{escape(v.workflow)}" '
+            f'data-conversation="{conv[v.dialogue_id]}" '
             f'data-search="{escape(search)}">'
             f"<td>{escape(v.key)}</td><td>{escape(v.workflow)}</td>"
             f'<td class="{v.verdict}">{v.verdict}</td><td>{escape(classes or "-")}</td>'
@@ -353,6 +364,9 @@ def render_report(verdicts: Sequence[Verdict], turns: Mapping[str, Turn] | None 
 <option value="undecided">undecided</option></select></label>
 <label>class <select id="f-class"><option value="">all</option>{cls_opts}</select></label>
 <label>workflow <select id="f-workflow"><option value="">all</option>{opts}</select></label>
+<label>conversation <select id="f-conversation"><option value="">all</option>
+<option value="failure">failed</option><option value="undecided">undecided</option>
+<option value="acceptable">acceptable</option></select></label>
 <label>search <input id="f-search" type="search" placeholder="text or id"></label>
 <span id="f-count" class="muted"></span>
 </div>
