@@ -60,6 +60,9 @@ def test_scores_demo_dialogues_like_sage_tod_does(spec_path):
         assert got.value == pytest.approx(share)
         turns = got.metadata["sage_tod"]["turns"]
         assert [t["verdict"] for t in turns] == [v.verdict for v in want]
+        assert got.metadata["sage_tod"]["conversation"] == (
+            "failure" if any(v.verdict == "failure" for v in want)
+            else "undecided" if any(v.verdict == "undecided" for v in want) else "acceptable")
         for t, v in zip(turns, want, strict=True):
             assert [f["class"] for f in t["fired"]] == [
                 str(c.failure_class) for c in v.criteria if c.decision.value == "true"]

@@ -39,6 +39,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("sage_tod.integrations.inspect needs Inspect: "
                       "pip install 'sage-tod[inspect]'") from exc
 
+from sage_tod.contracts.conversations import conversation_outcome
 from sage_tod.contracts.errors import InputError
 from sage_tod.integrations.conversation import (
     Conversation,
@@ -103,6 +104,8 @@ def workflow_scorer(spec_file: str, config: str = "core", workflow: str | None =
             metadata={"sage_tod": {
                 "config": judge.config, "turns": [turn_summary(v) for v in verdicts],
                 "failures": len(failures),
+                # the conversation's verdict (docs/formats.md §5): failure if a turn fails
+                "conversation": conversation_outcome(v.verdict for v in verdicts),
                 "undecided": sum(v.verdict == "undecided" for v in verdicts),
                 "classes": sorted({str(c) for v in failures for c in v.classes}),
             }},
