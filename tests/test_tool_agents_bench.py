@@ -44,6 +44,8 @@ from sage_tod.lab.tool_agents_score import (
     cluster_weights,
     conversation_audit,
     conversation_metrics,
+    criterion_kind,
+    criterion_table,
     read_audit,
     read_conversation_audit,
     turn_metrics,
@@ -446,3 +448,26 @@ def test_an_audit_made_for_other_labels_is_refused() -> None:
         score_tool_agents(TABLE, [row], n_boot=20)
     ok = score_tool_agents(TABLE, [{**row, "gold": "failure", "agrees": False}], n_boot=20)
     assert ok["audit"]["label_error_rate"]["point"] == pytest.approx(1.0)
+
+
+def test_criterion_kinds_and_table() -> None:
+    assert criterion_kind("PC:call1:rule:cancellable") == "PC:rule:cancellable"
+    assert criterion_kind("UV:call0:flights.1.date") == "UV:flights.*.date"
+    assert criterion_kind("IUV:cabin:business", "business") == "IUV:cabin"
+    assert criterion_kind("IUV:declined:cancel_reservation",
+                          "XEHM4B") == "IUV:declined:cancel_reservation"
+    base = dict(file="f", domain="airline", task="t", label="failure", verdict="failure")
+    turns = [
+        ScoredTurn(conversation="f/A", key="A:1", reward=0.0,
+                   fired=("PC:rule:cancellable", "UV:payment_id"), **base),
+        ScoredTurn(conversation="f/B", key="B:2", reward=1.0, fired=("PC:rule:cancellable",),
+                   **base),
+        ScoredTurn(conversation="f/C", key="C:0", reward=0.0,
+                   abstained=("PC:rule:cancellable",), **{**base, "verdict": "undecided"}),
+    ]
+    audit = [{"file": "f", "dialogue_id": "A", "turn_id": 1, "reader": "failure"},
+             {"file": "f", "dialogue_id": "B", "turn_id": 2, "reader": "clean"}]
+    (first, second) = criterion_table(turns, audit)
+    assert first == {"kind": "PC:rule:cancellable", "fired": 2, "reader_failure": 1,
+                     "reader_clean": 1, "reward_0": 1, "alone": 1, "abstained": 1}
+    assert second["kind"] == "UV:payment_id" and second["alone"] == 0

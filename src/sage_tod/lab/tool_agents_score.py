@@ -24,6 +24,7 @@ gold-derived labels of the same turns, and the audit's label error rate.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from numpy.typing import NDArray
 
 from sage_tod.contracts.conversations import conversation_outcome
 from sage_tod.contracts.errors import InputError
-from sage_tod.contracts.verdicts import iter_verdicts
+from sage_tod.contracts.verdicts import Verdict, iter_verdicts
 from sage_tod.lab.stats import N_BOOT, SEED, resample_indices
 from sage_tod.lab.tool_agents import iter_slice_turns
 
@@ -57,6 +58,9 @@ class ScoredTurn:
     label: str  # failure | clean | unlabelled
     verdict: str  # failure | acceptable | undecided
     reward: float | None
+    # the kinds of the criteria that fired (`criterion_kind`), and of those that abstained
+    fired: tuple[str, ...] = ()
+    abstained: tuple[str, ...] = ()
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -79,9 +83,29 @@ def _verdicts_file(verdicts: Path, stem: str) -> Path | None:
     return None
 
 
+_CALL_INDEX = re.compile(r"^(\w+):call\d+:")
+
+
+def criterion_kind(criterion_id: str, value: Any = None) -> str:
+    """A criterion id without its call index, argument position and value, so one rule or
+    check counts as one kind across calls: `PC:call1:rule:cancellable` ->
+    `PC:rule:cancellable`, `UV:call0:flights.1.date` -> `UV:flights.*.date`,
+    `IUV:cabin:business` (value `business`) -> `IUV:cabin`;
+    `IUV:declined:cancel_reservation` unchanged."""
+    kind = _CALL_INDEX.sub(r"\1:", criterion_id)
+    if value is not None and kind.endswith(f":{value}") and kind.count(":") >= 2:
+        kind = kind[: -len(f":{value}")]
+    return re.sub(r"\.\d+(?=\.|$)", ".*", kind)
+
+
+def _kinds(v: Verdict, decision: str) -> tuple[str, ...]:
+    return tuple(sorted({criterion_kind(c.id, c.args.get("value")) for c in v.criteria
+                         if c.decision.value == decision}))
+
+
 def load_scored(slices: Path, verdicts: Path) -> list[ScoredTurn]:
     """Every slice turn of the files that have a verdicts file, joined by (dialogue, turn)."""
-    by_file: dict[str, dict[str, str]] = {}
+    by_file: dict[str, dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]] = {}
     out: list[ScoredTurn] = []
     for stem, t in iter_slice_turns(slices):
         if stem not in by_file:
@@ -89,7 +113,8 @@ def load_scored(slices: Path, verdicts: Path) -> list[ScoredTurn]:
             if vf is None:
                 by_file[stem] = {}
                 continue
-            by_file[stem] = {v.key: v.verdict for v in iter_verdicts(vf)}
+            by_file[stem] = {v.key: (v.verdict, _kinds(v, "true"), _kinds(v, "abstain"))
+                             for v in iter_verdicts(vf)}
             if not by_file[stem]:
                 raise InputError(vf, "no verdicts")
         vs = by_file[stem]
@@ -99,9 +124,10 @@ def load_scored(slices: Path, verdicts: Path) -> list[ScoredTurn]:
         if key not in vs:
             raise InputError(verdicts / f"{stem}.jsonl", f"no verdict for slice turn {key}")
         meta = t["meta"]
+        verdict, fired, abstained = vs[key]
         out.append(ScoredTurn(stem, meta["domain"], f"{stem}/{t['dialogue_id']}",
-                              meta["task_key"], key, meta["tool_label"]["label"], vs[key],
-                              meta.get("reward")))
+                              meta["task_key"], key, meta["tool_label"]["label"], verdict,
+                              meta.get("reward"), fired, abstained))
     if not out:
         raise InputError(verdicts, "no verdicts file matches a slice (expected "
                          "<file-stem>.jsonl for a <file-stem>.turns.jsonl)")
@@ -345,6 +371,33 @@ def conversation_audit(turns: Sequence[ScoredTurn], rows: Sequence[Mapping[str, 
     return out
 
 
+def criterion_table(turns: Sequence[ScoredTurn], audit: Sequence[Mapping[str, Any]] = ()
+                    ) -> list[dict[str, Any]]:
+    """Per criterion kind: the turns it fired on, how many of them the turn audit's reader
+    calls failure / clean, how many are in reward-0 conversations, the turns it alone
+    flagged, and the turns it abstained on; most fired first. What a spec author reads to
+    see which rules earn their keep."""
+    reader = {_akey(r): r["reader"] for r in audit}
+    rows: dict[str, dict[str, Any]] = {}
+
+    def row(kind: str) -> dict[str, Any]:
+        return rows.setdefault(kind, {"kind": kind, "fired": 0, "reader_failure": 0,
+                                      "reader_clean": 0, "reward_0": 0, "alone": 0,
+                                      "abstained": 0})
+    for t in turns:
+        said = reader.get(f"{t.file}/{t.key}")
+        for kind in t.fired:
+            r = row(kind)
+            r["fired"] += 1
+            r["reader_failure"] += said == "failure"
+            r["reader_clean"] += said == "clean"
+            r["reward_0"] += t.reward == 0
+            r["alone"] += len(t.fired) == 1
+        for kind in t.abstained:
+            row(kind)["abstained"] += 1
+    return sorted(rows.values(), key=lambda r: (-r["fired"], -r["abstained"], r["kind"]))
+
+
 def _akey(r: Mapping[str, Any]) -> str:
     return f"{r['file']}/{r['dialogue_id']}:{r['turn_id']}"
 
@@ -391,6 +444,7 @@ def score_tool_agents(turns: Sequence[ScoredTurn], audit: Sequence[Mapping[str, 
                                      n_boot, seed)
     if conversations:
         res["conversation_audit"] = conversation_audit(turns, conversations, n_boot, seed)
+    res["criteria"] = criterion_table(turns, audit)
     return res
 
 
@@ -458,4 +512,13 @@ def markdown(res: Mapping[str, Any]) -> str:
                            f"{_f(g['auc_flagged_turns'])} | {_f(g['auc_length'])} | "
                            f"{_f(g['auc_any_flag'])} | {_f(g['auc_conversation_verdict'])} |")
         text += "\n".join(cut) + "\n"
+    if res.get("criteria"):
+        crit = ["", "Criteria by kind (turns; `reader`: the turn audit's label of those "
+                "turns; `alone`: turns no other criterion flagged):", "",
+                "| criterion | fired | reader failure | reader clean | in reward-0 conv. | "
+                "alone | abstained |", "|---|---|---|---|---|---|---|"]
+        crit += [f"| `{r['kind']}` | {r['fired']} | {r['reader_failure']} | "
+                 f"{r['reader_clean']} | {r['reward_0']} | {r['alone']} | {r['abstained']} |"
+                 for r in res["criteria"]]
+        text += "\n".join(crit) + "\n"
     return text
