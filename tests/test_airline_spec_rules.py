@@ -1,6 +1,8 @@
-"""examples/tau2-airline/spec.yaml's `itinerary-connects`: the flights a booking or a
-flight change leaves on the reservation make its trip (origin to destination, and back
-for a round trip, each flight leaving from where an earlier one landed).
+"""Two rules of examples/tau2-airline/spec.yaml over tool results. `itinerary-connects`:
+the flights a booking or a flight change leaves on the reservation make its trip (origin
+to destination, and back for a round trip, each flight leaving from where an earlier one
+landed). `bags-added`: a baggage update adds bags (one that adds none only re-prices the
+bags the reservation has).
 
 Real logs: tests/fixtures/logs/tau-bench-gpt-4o-airline.json (τ-bench, MIT; its README):
 task 0 books JFK -> ATL -> SEA one way (holds); the same record with the second leg's
@@ -64,3 +66,32 @@ def test_a_round_trip_whose_return_flies_the_way_out_again_fires(tmp_path: Path)
                if r["task_id"] == 10 and r["trial"] == 3)
     got = _decisions([rec], tmp_path)
     assert "true" in [d for d, _ in got]
+
+
+TOOLORCHESTRA = FULL.parent / "tau2-airline-toolorchestra.json"
+
+
+@pytest.mark.skipif(not TOOLORCHESTRA.exists(),
+                    reason="tool-agents data absent ($SAGE_TOD_DATA)")
+def test_a_bag_update_that_adds_no_bag_fires(tmp_path: Path) -> None:
+    # τ² airline, ToolOrchestra's run of task 46: after downgrading JG7FMM to economy the
+    # agent calls update_reservation_baggages with the 3 bags the reservation has and 1
+    # of them now non-free ($50); adding 1 more bag (total 4) is the same call, allowed
+    doc = json.loads(TOOLORCHESTRA.read_text())
+    sim = next(s for s in doc["simulations"] if str(s["task_id"]) == "46")
+
+    def bags_rule(total: int) -> list[str]:
+        for m in sim["messages"]:
+            for c in m.get("tool_calls") or ():
+                if c["name"] == "update_reservation_baggages":
+                    c["arguments"]["total_baggages"] = total
+        p = tmp_path / "log.json"
+        p.write_text(json.dumps({"simulations": [sim], "tasks": [],
+                                 "info": doc.get("info", {})}))
+        spec = load_spec(SPEC)
+        recs = read_tau(p, spec).records(spec).records
+        return [c.decision for v in Evaluator(spec, config="s1").evaluate(recs)
+                for c in v.criteria if c.id.endswith("rule:bags-added")]
+
+    assert bags_rule(3) == ["true"]
+    assert bags_rule(4) == ["false"]
