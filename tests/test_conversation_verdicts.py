@@ -90,6 +90,10 @@ def test_cli_writes_and_filters(verdicts_file: Path, tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--overwrite" in r.output
     r = runner.invoke(app, ["conversations", str(verdicts_file), "--only", "maybe"])
     assert r.exit_code == 2 and "--only" in r.output
+    header_only = tmp_path / "empty.jsonl"
+    header_only.write_text(verdicts_file.read_text().splitlines()[0] + "\n")
+    r = runner.invoke(app, ["conversations", str(header_only)])
+    assert r.exit_code == 2 and "no verdicts" in r.output
 
 
 def _turn(conv: str, n: int, verdict: str, reward: float) -> ScoredTurn:

@@ -92,8 +92,10 @@ def conversations_cmd(
         err.print(f"[bold red]error:[/] --only {only!r}: use failure, undecided or "
                   "acceptable", highlight=False)
         raise typer.Exit(2)
-    rows = conversation_verdicts(read_verdicts(verdicts),
-                                 None if turns is None else rewards_of(turns))
+    vs = read_verdicts(verdicts)
+    if not vs:  # a run header alone: nothing was evaluated, so nothing is acceptable
+        raise InputError(verdicts, "no verdicts in file")
+    rows = conversation_verdicts(vs, None if turns is None else rewards_of(turns))
     if out_path is not None:
         write_atomic(out_path, "".join(r.model_dump_json(exclude_none=True) + "\n"
                                        for r in rows), overwrite=overwrite)
