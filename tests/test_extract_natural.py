@@ -452,3 +452,19 @@ def test_a_name_said_back_takes_the_offer_for_s2() -> None:
     refused = find_acceptance(_turn("restaurant", "Not The Oak Bistro , something cheaper .",
                                     agent), _wf("restaurant"))
     assert refused is None
+
+
+# -- a value asked about by degree ----------------------------------------------------------
+
+def test_how_expensive_asks_about_the_price_and_states_none() -> None:
+    # PMUL2933 user turn 2: the user takes the agent's recommendation and asks what it
+    # costs; "expensive" is the degree asked about, not a price range wished for
+    agent = ("There are two guesthouses in the south . One in the moderate price range "
+             "and another in the cheap price range . Do you have a preference ?")
+    user = ("No , I 'll take your recommendation .   Can you give me a phone number and "
+            "postcode ?   Oh , and how expensive is it ?")
+    assert not _by_slot(_extract("hotel", user, agent), "hotel-pricerange")
+    # the same word stated as a wish is still read
+    wish = "I would like an expensive one , please ."
+    assert [e.value for e in _by_slot(_extract("hotel", wish, agent),
+                                      "hotel-pricerange")] == ["expensive"]

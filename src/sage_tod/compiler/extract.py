@@ -432,6 +432,9 @@ def _categorical(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
             continue  # "nightclub" recorded as "night club"
         if _inside_recorded_name(text, s, e, value, after):
             continue  # "park" in "sheep's green and lammas land park"
+        before = [t for t, ts, te in toks if te <= s][-1:]
+        if before == ["how"]:
+            continue  # "how expensive is it?": the degree asked about, no wish stated
         truth = normalize_boolean(value)
         if truth is not None:
             # a bare "yes"/"no"/"free" answers or describes; it is a slot value only next
