@@ -468,3 +468,13 @@ def test_how_expensive_asks_about_the_price_and_states_none() -> None:
     wish = "I would like an expensive one , please ."
     assert [e.value for e in _by_slot(_extract("hotel", wish, agent),
                                       "hotel-pricerange")] == ["expensive"]
+
+
+def test_a_naming_verb_before_restaurant_is_no_cuisine() -> None:
+    # SNG01380 user turn 0: the restaurant's name follows "called"; "called" is no food
+    user = "I am looking for a particular restaurant . Its name is called restaurant alimentum"
+    assert [e.value for e in _by_slot(_extract("restaurant", user), "restaurant-food")] == []
+    # a cuisine before "restaurant" is still read
+    thai = "I am looking for a thai restaurant in the centre ."
+    assert [e.value for e in _by_slot(_extract("restaurant", thai), "restaurant-food")
+            ] == ["thai"]

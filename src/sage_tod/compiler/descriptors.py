@@ -44,6 +44,9 @@ _NOT_FOOD = frozenset({
     "authentic", "traditional", "really", "very", "little", "small", "big", "lovely",
     "interesting", "eat", "real", "quality", "top", "rated", "star", "cambridge",
     "town", "city", "anniversary", "dinner", "lunch", "breakfast", "is", "are", "more",
+    # a naming verb introduces the name that follows ("its name is called restaurant
+    # alimentum"), never a cuisine
+    "called", "named", "titled",
     })
 _WANT_AMENITY = re.compile(
     r"\b(?:with|has|have|having|include|includes|including|included|offer|offers|offering"
