@@ -48,7 +48,7 @@ def _task16() -> dict[str, Any]:
     return {"simulations": [sim], "tasks": [], "info": doc.get("info", {})}
 
 
-def _verdicts(doc: dict[str, Any], tmp_path: Path) -> dict[int, Any]:
+def _verdicts(doc: Any, tmp_path: Path) -> dict[int, Any]:
     p = tmp_path / "log.json"
     p.write_text(json.dumps(doc))
     spec = load_spec(AIRLINE)
@@ -237,6 +237,135 @@ def test_a_refusal_right_for_every_entity_the_user_may_mean_holds(tmp_path: Path
     both = [c for c in _declined(vs) if c.rationale.startswith("the same for each entity")]
     assert both and all(c.decision.value == "false" for c in both)
     assert "IFOYYZ" in both[0].rationale and "NQNU5R" in both[0].rationale
+
+
+def _declined_flights(vs: dict[int, Any], turn: int) -> Any:
+    return next(c for c in vs[turn].criteria
+                if c.id == "IUV:declined:update_reservation_flights")
+
+
+@needs_data
+def test_a_declined_flight_change_on_basic_economy_naming_no_cabin_holds(tmp_path: Path
+                                                                        ) -> None:
+    """τ-bench gpt-4o, task 21 trial 3: "Is there any possibility to switch to a nonstop
+    flight sooner, even if there's a change fee involved?" on DF89BM, a basic-economy
+    round trip, and the agent declines. The request names no cabin, so it keeps basic
+    economy, and "basic economy flights cannot be modified" decides it (the check used
+    to abstain: the rule reads `args.cabin`, which a request the agent never made does
+    not carry)."""
+    rec = [next(r for r in json.loads(V1_DATA.read_text())
+                if r["task_id"] == 21 and r["trial"] == 3)]
+    p = tmp_path / "v1.json"
+    p.write_text(json.dumps(rec))
+    spec = load_spec(AIRLINE)
+    vs = {int(v.turn_id): v for v in Evaluator(spec, config="s1").evaluate(
+        read_tau(p, spec).records(spec).records)}
+    c = _declined_flights(vs, 3)
+    assert c.decision.value == "false"
+    assert "basic-economy-flights-unchanged" in c.rationale and "DF89BM" in c.rationale
+    # the same request with a cabin named: the user may upgrade first, so the basic-economy
+    # rule no longer settles it
+    for m in rec[0]["traj"]:
+        if m.get("role") == "user" and "switch to a nonstop flight sooner" in m["content"]:
+            m["content"] = m["content"].replace("even if there's a change fee involved",
+                                                "if I upgrade to business class")
+    p.write_text(json.dumps(rec))
+    vs = {int(v.turn_id): v for v in Evaluator(spec, config="s1").evaluate(
+        read_tau(p, spec).records(spec).records)}
+    c = _declined_flights(vs, 3)
+    assert "basic-economy-flights-unchanged" not in c.rationale
+
+
+ADAPTIVE = WHISSLE.with_name("tau2-airline-claude-opus-4-6-adaptive.json")
+
+
+@pytest.mark.skipif(not ADAPTIVE.exists(), reason="tool-agents data absent ($SAGE_TOD_DATA)")
+def test_a_declined_upgrade_is_judged_with_the_cabin_the_user_named(tmp_path: Path) -> None:
+    """τ²-bench claude-opus-4-6 (adaptive; sierra-research/tau2-bench leaderboard
+    submission, MIT), task 13: on basic-economy XEWRD9, whose outbound legs have flown,
+    the user asks "If I were to upgrade to regular economy ... would I be able to make
+    the change then?" and the agent says no. The probe carries the cabin the user named
+    (economy), so the cabin rule applies and is false: declining was right. It is decided
+    though an earlier rule (basic economy, reading the flights the user never listed)
+    cannot be: one false rule settles a refusal wherever it stands."""
+    sims = json.loads(ADAPTIVE.read_text())  # a bare list of τ² simulations
+    vs = _verdicts([next(s for s in sims if str(s["task_id"]) == "13")], tmp_path)
+    c = _declined_flights(vs, 2)
+    assert c.decision.value == "false"
+    assert "cabin-change-not-flown" in c.rationale and "XEWRD9" in c.rationale
+    assert c.support is not None and c.support.source == "tool_result"
+
+
+def _v1_verdicts(rec: list[dict[str, Any]], tmp_path: Path) -> dict[int, Any]:
+    p = tmp_path / "v1.json"
+    p.write_text(json.dumps(rec))
+    spec = load_spec(AIRLINE)
+    return {int(v.turn_id): v for v in Evaluator(spec, config="s1").evaluate(
+        read_tau(p, spec).records(spec).records)}
+
+
+@needs_data
+def test_a_refused_passenger_change_that_keeps_their_number_fires(tmp_path: Path) -> None:
+    """τ-bench gpt-4o, task 43 trial 1: "I need to change the passenger name" on 3RK2T9,
+    and the agent answers that basic economy cannot be modified, "including changing
+    passenger names". The policy lets passengers be changed in any cabin, only not their
+    number; a request that neither adds nor removes a traveller keeps the number, so
+    every rule holds and the refusal fires (it abstained: the rule reads
+    `args.passengers`). Asked with "and add a passenger", the count may change: it
+    abstains again."""
+    rec = [next(r for r in json.loads(V1_DATA.read_text())
+                if r["task_id"] == 43 and r["trial"] == 1)]
+    c = next(c for c in _v1_verdicts(rec, tmp_path)[1].criteria
+             if c.id == "IUV:declined:update_reservation_passengers")
+    assert c.decision.value == "true" and "3RK2T9" in c.rationale
+    user = next(m for m in rec[0]["traj"] if m.get("role") == "user")
+    user["content"] = user["content"].replace("reservation.", "reservation and add a passenger.")
+    c = next(c for c in _v1_verdicts(rec, tmp_path)[1].criteria
+             if c.id == "IUV:declined:update_reservation_passengers")
+    assert c.decision.value == "abstain" and "args.passengers" in c.rationale
+
+
+@pytest.mark.skipif(not ADAPTIVE.exists(), reason="tool-agents data absent ($SAGE_TOD_DATA)")
+def test_an_agent_asking_how_to_carry_out_the_request_declines_nothing(tmp_path: Path
+                                                                       ) -> None:
+    """τ²-bench claude-opus-4-6 (adaptive), task 40: "Which passenger's name would you
+    like to update, and what should the new name be? Please note that the total number
+    of passengers cannot be changed." The note reads as a refusal, but the agent is
+    taking the name change forward: no declined passenger change is raised (it was, and
+    fired once the rule read the request's passenger count)."""
+    sims = json.loads(ADAPTIVE.read_text())
+    vs = _verdicts([next(s for s in sims if str(s["task_id"]) == "40")], tmp_path)
+    assert not [c for c in vs[1].criteria
+                if c.id == "IUV:declined:update_reservation_passengers"]
+
+
+TELECOM = WHISSLE.with_name("tau2-telecom-gpt-4.1.json")
+TELECOM_SPEC = ROOT / "examples" / "tau2-telecom" / "spec.yaml"
+
+
+@pytest.mark.skipif(not TELECOM.exists(), reason="tool-agents data absent ($SAGE_TOD_DATA)")
+def test_a_request_already_carried_out_is_no_refusal_of_another_line(tmp_path: Path
+                                                                      ) -> None:
+    """τ²-bench telecom, gpt-4.1 (sierra-research/tau2-bench results, MIT), the
+    airplane-mode / data-saver / data-usage task: the agent refuels line L1002 (the
+    user's number), the data still does not work and it hands over. The customer's
+    other line, L1001, was read too, but the user never named it: the hand-off
+    declines no refuel of it (the check used to probe L1001, and call declining right
+    because L1001 is not the user's line)."""
+    doc = json.loads(TELECOM.read_text())
+    sim = next(s for s in doc["simulations"]
+               if "airplane_mode_on|data_mode_off|data_saver_mode_on" in s["task_id"])
+    p = tmp_path / "log.json"
+    p.write_text(json.dumps({"simulations": [sim], "tasks": doc["tasks"],
+                             "info": doc.get("info", {})}))
+    spec = load_spec(TELECOM_SPEC)
+    vs = list(Evaluator(spec, config="s1").evaluate(read_tau(p, spec).records(spec).records))
+    refuelled = next(i for i, v in enumerate(vs)
+                     if any(c.id.startswith("PC:call") and ":rule:" in c.id
+                            and "refuel" in (c.question or "") for c in v.criteria))
+    later = [c for v in vs[refuelled + 1:] for c in v.criteria
+             if c.id == "IUV:declined:refuel_data"]
+    assert not later
 
 
 V1_FULL = WHISSLE.parent / "tau-bench-airline-gpt-4o.json"

@@ -450,6 +450,25 @@ def latest_statement(ctx: TurnContext, wf: Workflow, slot: str) -> Statement | N
     return None
 
 
+def stated_arguments(ctx: TurnContext, wf: Workflow, tool: ToolSpec) -> dict[str, str]:
+    """The top-level arguments of `tool` mapped to a categorical slot whose value the user
+    stated (their latest word on it, `latest_statement`), other than the target: what a
+    request the agent did not carry out says about how it would have been made ("upgrade
+    to business" gives `cabin`). An argument the user never stated is absent, and a rule
+    can test for it with `has(args.<name>)`."""
+    out: dict[str, str] = {}
+    for path, slot in tool.args.items():
+        if "." in path or (tool.target is not None and path == tool.target.arg):
+            continue
+        spec = ctx.spec.slot(slot, wf)
+        if spec is None or spec.type != "categorical":
+            continue
+        st = latest_statement(ctx, wf, slot)
+        if st is not None:
+            out[path] = spec.normalize(st.values[-1].value)
+    return out
+
+
 def latest_cue(ctx: TurnContext, cue: str) -> tuple[re.Match[str], str, int | None] | None:
     """The user's newest message matching `cue` (case-insensitive): the match, the
     message's source and history index."""
@@ -536,6 +555,33 @@ class Declined:
     end: int
 
 
+# the agent offers to act, or asks the user to confirm it: "I can update the passenger
+# information for you", "Please confirm if you want to change the passenger to Omar Rossi"
+_OFFERS = re.compile(r"\b(?:i can(?!['’]t|not)|i['’]ll|i will(?! not)|i['’]d be happy to|"
+                     r"would you like me to|shall i|(?:please|can you) confirm)\b", re.IGNORECASE)
+
+
+def pursuing_sentences(agent: str, tool: str, requested: str | None) -> list[str]:
+    """The sentences of the agent's message that ask about, or offer, the very action —
+    they read the tool's `requested` cue, or its verb and object ("Which passenger's name
+    would you like to update?" for `update_reservation_passengers`): there the agent is
+    taking the request forward, whatever else it said cannot be done. A sentence that
+    itself declines ("Since I cannot cancel ..., this is beyond what I can handle")
+    offers nothing."""
+    words = tool.lower().split("_")
+    verb, obj = words[0], words[-1].removesuffix("s")
+    out = []
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", agent):
+        if ("?" not in sentence and not _OFFERS.search(sentence)) or _REFUSAL.search(sentence):
+            continue
+        low = sentence.lower()
+        if (requested is not None and re.search(requested, sentence, re.IGNORECASE)) or (
+                len(words) > 1 and re.search(rf"\b{re.escape(verb)}", low)
+                and re.search(rf"\b{re.escape(obj)}", low)):
+            out.append(sentence)
+    return out
+
+
 def declined_actions(ctx: TurnContext) -> list[Declined]:
     """Committing tools with a target whose verb ("cancel" for `cancel_reservation`) the
     user's recent messages use, when the agent declines in this turn (a refusal, or a
@@ -567,6 +613,16 @@ def declined_actions(ctx: TurnContext) -> list[Declined]:
             done = {leaf_text(c.arguments.get(t.arg)) for c in earlier
                     if c.name == name and not c.error}
             left = tuple(i for i in read_entities(earlier, t) if i not in done)
+            pursued = pursuing_sentences(ctx.turn.agent, name, ts.requested)
+            if pursued and not any(i.lower() in p.lower() for i in left for p in pursued):
+                # the agent takes the request itself forward; one that offers it for a
+                # named entity ("Would you like to proceed with canceling NQNU5R?") may
+                # still decline it for another
+                continue
+            if done:
+                # the request was carried out on one entity: another is declined only if
+                # the user named it
+                left = tuple(i for i in left if i.lower() in recent)
             if not left:
                 continue
             seen.add(name)

@@ -39,6 +39,7 @@ from sage_tod.compiler.tool_calls import (
     mapped_slot,
     read_entities,
     refused_sites,
+    stated_arguments,
     unfinished_requests,
 )
 from sage_tod.contracts.criteria import EXACT, Decision, IUVArgs, Outcome, PCArgs, Span, UVArgs
@@ -1099,10 +1100,11 @@ def _probe(ctx: TurnContext, view: ToolView, tool: str, workflow: Workflow, spec
            index: int, want: str) -> tuple[dict[str, Any], PriorCall | None]:
     """The rule bindings of a call the agent did not make: `tool` on the entity `want` at
     position `index` of the turn (a declined or handed-off request judged as if it had
-    been made), and the read record of that entity."""
+    been made), with the arguments the user stated for it (`stated_arguments`), and the
+    read record of that entity."""
     assert spec.target is not None
-    site = CallSite(index, ToolCall(name=tool, arguments={spec.target.arg: want}), workflow,
-                    spec)
+    arguments: dict[str, Any] = {**stated_arguments(ctx, workflow, spec), spec.target.arg: want}
+    site = CallSite(index, ToolCall(name=tool, arguments=arguments), workflow, spec)
     return rule_bindings(ctx, site, view)
 
 
@@ -1145,21 +1147,32 @@ def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
 
 def _declined_one(ctx: TurnContext, d: Declined, probe: CallSite, view: ToolView,
                   want: str) -> Decision:
-    """The declined action on one entity, against every rule of its tool."""
+    """The declined action on one entity, against every rule of its tool: a false rule
+    decides, wherever it stands in the list; a rule the request cannot settle (it reads
+    an argument the user never stated, or the result of a call never made) abstains only
+    when no rule is false."""
     assert d.spec.target is not None
     bindings, target = _probe(ctx, view, d.tool, d.workflow, d.spec, probe.index, want)
     if target is None:
         return Decision.abstain(f"no read of {want!r} to judge {d.tool} against")
     span = _result_span_of(target)
+    open_reason = ""
     for rule in d.spec.rules:
         judged = judge_rule(rule, bindings, d.tool)
         if judged.value is None:
-            return Decision.abstain(f"for the declined {d.tool}: {judged.reason}")
-        if not judged.value:
+            unstated = sorted({n for n in re.findall(r"\bargs\.([A-Za-z_]\w*)",
+                                                     f"{rule.when or ''} {rule.check}")
+                               if n not in bindings["args"]})
+            open_reason = open_reason or (
+                f"rule {rule.id!r} reads {', '.join('args.' + n for n in unstated)}, which "
+                "the user did not state for the request" if unstated else judged.reason)
+        elif not judged.value:
             return Decision(Outcome.FALSE, 1.0, f"declining was right: rule {rule.id!r} is "
                             f"false for {want!r} ({rule.message or rule.check})",
                             rule_span(rule, bindings, target, view,
                                       d.spec.target.result_key))
+    if open_reason:
+        return Decision.abstain(f"for the declined {d.tool}: {open_reason}")
     return Decision(Outcome.TRUE, 0.85, f"the user asked for {d.tool} on {want!r}; every "
                     f"rule of the policy holds for it, and the agent declined ({d.cue!r})",
                     span)
