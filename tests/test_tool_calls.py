@@ -182,6 +182,23 @@ def test_cel_rules_evaluate_arithmetic_lists_and_abstain_on_missing_fields() -> 
     assert out.value is None and "target" in out.reason
 
 
+def test_cel_minutes_reads_schedule_times_and_abstains_on_text_it_cannot_read() -> None:
+    """`minutes(date, time)`: a travel time is the difference of two; "02:00:00+1" (as
+    τ²-bench's flight schedules write a next-day arrival) lands a day later."""
+    from sage_tod.contracts.tool_rules import evaluate_number
+
+    trip = ("minutes(option[size(option) - 1].date, option[size(option) - 1].arrives) - "
+            "minutes(option[0].date, option[0].departs)")
+    legs = [{"date": "2024-05-27", "departs": "04:00:00", "arrives": "06:00:00"},
+            {"date": "2024-05-27", "departs": "17:00:00", "arrives": "02:00:00+1"}]
+    assert evaluate_number(trip, {"option": legs}) == (22 * 60.0, "")
+    assert evaluate_rule('minutes("2024-05-27", "9:30") - minutes("2024-05-26", "23:45") == '
+                         "585", {}).value is True
+    legs[1]["arrives"] = "late evening"
+    value, why = evaluate_number(trip, {"option": legs})
+    assert value is None and "late evening" in why
+
+
 def test_example_specs_load() -> None:
     for p in (AIRLINE, RETAIL):
         spec = load_spec(p)

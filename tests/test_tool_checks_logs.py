@@ -117,6 +117,42 @@ def test_a_preference_naming_an_undeclared_tool_stops_the_load(tmp_path: Path) -
     assert "prefer[0].key" in str(err.value)
 
 
+@needs_data
+def test_the_fastest_asked_for_is_the_shortest_travel_time_listed(tmp_path: Path) -> None:
+    """τ-bench gpt-4o, task 3 trial 1: "I'm looking for the fastest return trip including
+    layover time", and the change books HAT084 + HAT266 (04:00 to 16:00, 12 hours) while
+    the same one-stop search listed HAT290 + HAT175 with seats. Trial 3 of the task,
+    where the user asks the same, holds: no listed option is faster than the one booked."""
+    rec = [next(r for r in json.loads(V1_DATA.read_text())
+                if r["task_id"] == 3 and r["trial"] == 1)]
+    fired = [c for v in _v1_verdicts(rec, tmp_path).values() for c in v.criteria
+             if c.id.endswith(":prefer:fastest")]
+    assert [c.decision.value for c in fired] == ["true"]
+    assert "HAT084" in fired[0].rationale and "720" in fired[0].rationale
+    assert fired[0].support is not None and "HAT290" in fired[0].support.text
+    assert fired[0].evidence is not None and fired[0].evidence.text.lower() == "fastest"
+    rec = [next(r for r in json.loads(V1_DATA.read_text())
+                if r["task_id"] == 3 and r["trial"] == 3)]
+    held = [c for v in _v1_verdicts(rec, tmp_path).values() for c in v.criteria
+            if c.id.endswith(":prefer:fastest")]
+    assert held and all(c.decision.value == "false" for c in held)
+
+
+def test_a_preference_key_over_the_option_is_checked_when_the_spec_loads(tmp_path: Path
+                                                                         ) -> None:
+    import yaml
+
+    data = yaml.safe_load(AIRLINE.read_text())
+    wf = next(w for w in data["workflows"] if w["id"] == "book_flight")
+    pref = dict(next(p for p in wf["tools"]["book_reservation"]["prefer"]
+                     if p["id"] == "fastest"))
+    pref["over"] = "options"
+    wf["tools"]["book_reservation"]["prefer"] = [pref]
+    with pytest.raises(InputError) as err:
+        parse_spec(data, "spec.yaml")
+    assert "prefer" in str(err.value) and "over" in str(err.value)
+
+
 def test_a_reused_call_id_pairs_each_call_with_its_own_result() -> None:
     doc = json.loads(V1_LOG.read_text())
     traj = (doc[0] if isinstance(doc, list) else doc)["traj"]

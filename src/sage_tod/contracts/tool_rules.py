@@ -30,6 +30,11 @@ with the same names (`args` its arguments): a runbook's "before you transfer,
 check ..." steps.
 A rule that cannot be evaluated (a field the log does not hold, a type error)
 is an abstention, never a guess.
+
+Beyond CEL's standard functions, `minutes(date, time)` gives the minutes from
+1970-01-01 00:00 to a date ("2024-05-27") and a clock time ("17:00:00", "02:30",
+"02:00:00+1" for the next day, as flight schedules write it): a duration is the
+difference of two. Text it cannot read is an error, so the rule abstains.
 """
 
 from __future__ import annotations
@@ -38,14 +43,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 RULE_NAMES = frozenset({"args", "target", "results", "reads", "calls", "context", "result",
                         "transcript", "user_calls"})
-# a preference's `key` and `available` also see `item`: one record of an option
-PREFERENCE_NAMES = RULE_NAMES | {"item"}
+# a preference's `key` and `available` also see `item`: one record of an option, and a
+# key `over: option` sees `option`: the option's records, in order
+PREFERENCE_NAMES = RULE_NAMES | {"item", "option"}
 
 
 class ToolTarget(BaseModel):
@@ -84,7 +90,9 @@ class ToolPreference(BaseModel):
     chosen records, matched to the result's by the `same` fields. An option's key is the
     sum of `key` over its records (CEL, with `item` bound to one record): a price sums
     to the fare, `1` counts the legs. `available` (CEL over `item`, optional) keeps the
-    options that could have been chosen.
+    options that could have been chosen. With `over: option` the key is evaluated once
+    for the whole option, `option` bound to its records in order (a travel time runs from
+    the first departure to the last arrival, layovers included).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -97,6 +105,7 @@ class ToolPreference(BaseModel):
     items: str = Field(min_length=1)
     same: tuple[str, ...] = Field(min_length=1)
     key: str = Field(min_length=1)
+    over: Literal["item", "option"] = "item"
     available: str | None = None
     message: str = ""
 
@@ -120,10 +129,36 @@ def _env() -> Any:
     return celpy.Environment()
 
 
+_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*\+(\d+))?$")
+
+
+def _minutes(date: Any, clock: Any) -> Any:
+    """CEL `minutes(date, time)`: minutes since 1970-01-01 00:00 (see the module doc)."""
+    from datetime import date as Date
+
+    from celpy import celtypes
+    from celpy.evaluation import CELEvalError
+
+    m = _CLOCK.match(str(clock).strip())
+    try:
+        day = Date.fromisoformat(str(date).strip()[:10])
+    except ValueError:
+        day = None
+    if m is None or day is None:
+        return CELEvalError(f"minutes: cannot read {str(date)!r}, {str(clock)!r} as a date "
+                            "and a clock time")
+    hours, mins, _, plus = m.groups()
+    days = (day - Date(1970, 1, 1)).days + int(plus or 0)
+    return celtypes.IntType(days * 1440 + int(hours) * 60 + int(mins))
+
+
+_FUNCTIONS = {"minutes": _minutes}
+
+
 @lru_cache(maxsize=4096)
 def _program(expr: str) -> Any:
     env = _env()
-    return env.program(env.compile(expr))
+    return env.program(env.compile(expr), functions=_FUNCTIONS)
 
 
 @lru_cache(maxsize=4096)
@@ -207,7 +242,7 @@ def _evaluate(expr: str, bindings: Mapping[str, Any]) -> tuple[Any, str]:
     from celpy.adapter import json_to_cel
     from celpy.evaluation import CELEvalError
 
-    names = PREFERENCE_NAMES if "item" in bindings else RULE_NAMES
+    names = PREFERENCE_NAMES if "item" in bindings or "option" in bindings else RULE_NAMES
     missing = sorted(n for n in names if bindings.get(n) is None and n in expr)
     try:
         used = _names_used(expr)

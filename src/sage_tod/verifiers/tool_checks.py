@@ -861,15 +861,22 @@ def _options(call: ToolCall) -> list[Option]:
 
 def _option_key(pref: ToolPreference, option: Option, bindings: Mapping[str, Any]
                 ) -> tuple[float | None, bool, str]:
-    """(the option's key, whether it was available, why the key is unknown)."""
+    """(the option's key, whether it was available, why the key is unknown): the sum of
+    `key` over its records, or with `over: option` `key` once over all of them."""
     total = 0.0
     available = True
-    for rec in option:
-        b = {**bindings, "item": dict(rec)}
-        k, why = evaluate_number(pref.key, b)
+    if pref.over == "option":
+        k, why = evaluate_number(pref.key, {**bindings, "option": [dict(r) for r in option]})
         if k is None:
             return None, False, why
-        total += k
+        total = k
+    for rec in option:
+        b = {**bindings, "item": dict(rec)}
+        if pref.over == "item":
+            k, why = evaluate_number(pref.key, b)
+            if k is None:
+                return None, False, why
+            total += k
         if pref.available is not None:
             ok = evaluate_rule(pref.available, b)
             available = available and ok.value is True
