@@ -146,6 +146,24 @@ def test_an_unasked_payment_request_for_a_line_whose_contract_ended_fires(
     assert c.decision.value == "false"
 
 
+@needs_data
+def test_the_suspension_a_payment_could_lift_is_the_users_line(tmp_path: Path) -> None:
+    """`[service_issue]break_apn_settings|contract_end_suspension|lock_sim_card_pin
+    [PERSONA:Hard]`: the user gives 555-123-2002 (L1002, suspended, contract ended) and
+    the agent sends an unasked payment request "for your overdue bill". The account's
+    L1003 is suspended too with its contract running, which used to make the request
+    look like a step toward lifting a suspension; it is not the user's line. And in the
+    `...|unseat_sim_card[PERSONA:Hard]` run the user's "Sure, my name is John Smith and my
+    phone number is ..." answers a question about identity, not an offer to pay."""
+    for task in ("[service_issue]break_apn_settings|contract_end_suspension|"
+                 "lock_sim_card_pin[PERSONA:Hard]",
+                 "[service_issue]break_apn_settings|contract_end_suspension|"
+                 "lock_sim_card_pin|unseat_sim_card[PERSONA:Hard]"):
+        v, c = _criterion(_verdicts(GPT41, task, tmp_path),
+                          ":rule:payment-asked-or-lifts-suspension")
+        assert v.verdict == "failure" and c.decision.value == "true", task
+
+
 def _transfer_rules(vs: list[Any]) -> dict[str, str]:
     """rule id -> decision of the transfer's rules (the manual's steps), on the one turn
     that holds the transfer."""
