@@ -138,6 +138,27 @@ def test_the_fastest_asked_for_is_the_shortest_travel_time_listed(tmp_path: Path
     assert held and all(c.decision.value == "false" for c in held)
 
 
+@needs_data
+def test_the_second_cheapest_is_the_next_distinct_fare(tmp_path: Path) -> None:
+    """τ-bench gpt-4o, task 25 trial 2: the user asks for the second cheapest economy
+    option and the agent books HAT083 + HAT011 ($314) while the searches listed the
+    cheapest, and HAT069 + HAT258 at $290 above it, with seats (`rank: 2`). Trial 3,
+    which books HAT069 + HAT258, holds; so does the cheapest preference, which its
+    `unless` keeps from reading "second cheapest"."""
+    def prefs(trial: int) -> list[Any]:
+        rec = [next(r for r in json.loads(V1_DATA.read_text())
+                    if r["task_id"] == 25 and r["trial"] == trial)]
+        return [c for v in _v1_verdicts(rec, tmp_path).values() for c in v.criteria
+                if ":prefer:" in c.id]
+    fired = [c for c in prefs(2) if c.id.endswith(":prefer:second-cheapest")]
+    assert [c.decision.value for c in fired] == ["true"]
+    assert "314" in fired[0].rationale and "290" in fired[0].rationale
+    assert fired[0].support is not None and "HAT258" in fired[0].support.text
+    held = prefs(3)
+    assert held and all(c.decision.value == "false" for c in held)
+    assert not [c for c in held if c.id.endswith(":prefer:cheapest")]
+
+
 def test_a_preference_key_over_the_option_is_checked_when_the_spec_loads(tmp_path: Path
                                                                          ) -> None:
     import yaml

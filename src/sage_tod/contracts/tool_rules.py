@@ -92,7 +92,8 @@ class ToolPreference(BaseModel):
     to the fare, `1` counts the legs. `available` (CEL over `item`, optional) keeps the
     options that could have been chosen. With `over: option` the key is evaluated once
     for the whole option, `option` bound to its records in order (a travel time runs from
-    the first departure to the last arrival, layovers included).
+    the first departure to the last arrival, layovers included). `rank` n asks for the
+    option with the n-th lowest distinct key ("the second cheapest": `rank: 2`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -106,6 +107,9 @@ class ToolPreference(BaseModel):
     same: tuple[str, ...] = Field(min_length=1)
     key: str = Field(min_length=1)
     over: Literal["item", "option"] = "item"
+    # the place the user asked for in key order: 1 the lowest ("the cheapest"), 2 the
+    # next distinct key ("the second cheapest")
+    rank: int = Field(default=1, ge=1, le=5)
     available: str | None = None
     message: str = ""
 

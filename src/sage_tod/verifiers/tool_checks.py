@@ -889,8 +889,9 @@ def _describe(pref: ToolPreference, option: Option) -> str:
 
 def _preference(a: IUVArgs, ctx: TurnContext, pref_id: str) -> Decision:
     """The committed option against every available option of the same read: the user
-    asked for the lowest key ("the cheapest"), so a lower one is a failure — unless the
-    user named the committed option themselves."""
+    asked for the lowest key ("the cheapest"), so a lower one is a failure — or, with
+    `rank` n, for the n-th lowest distinct key ("the second cheapest") — unless the user
+    named the committed option themselves."""
     site = _site(ctx, a.call)
     if site is None:
         return Decision.abstain("the call is not in this turn")
@@ -923,11 +924,16 @@ def _preference(a: IUVArgs, ctx: TurnContext, pref_id: str) -> Decision:
             return Decision.abstain(f"preference {pref.id!r}: the committed option's key "
                                     f"cannot be evaluated ({why})")
         checked += 1
-        best: tuple[float, PriorCall, Option] | None = None
-        for p, o in opts:
-            k, ok, _ = _option_key(pref, o, bindings)
-            if k is not None and ok and k < cost - 1e-9 and (best is None or k < best[0]):
-                best = (k, p, o)
+        # the available options by key; the one the user asked for is the one at the
+        # rank-th lowest distinct key (the committed option's own key among them)
+        keyed = [(k, p, o) for p, o in opts
+                 for k, ok, _ in [_option_key(pref, o, bindings)] if k is not None and ok]
+        distinct = sorted({round(k, 6) for k, _, _ in keyed} | {round(cost, 6)})
+        if distinct.index(round(cost, 6)) == pref.rank - 1:
+            continue
+        wanted = distinct[pref.rank - 1] if len(distinct) >= pref.rank else None
+        best = next(((k, p, o) for k, p, o in sorted(keyed, key=lambda x: x[0])
+                     if wanted is not None and abs(k - wanted) < 1e-6), None)
         if best is None:
             continue
         named = _user_named(view, chosen, pref)
@@ -947,8 +953,11 @@ def _preference(a: IUVArgs, ctx: TurnContext, pref_id: str) -> Decision:
     if not checked:
         return Decision.abstain(f"preference {pref.id!r}: the committed {pref.items} are in no "
                                 f"result of {', '.join(pref.options)}")
-    return Decision(Outcome.FALSE, 1.0, f"no available option the reads listed has a lower "
-                    f"{pref.id} key than the committed one")
+    if pref.rank == 1:
+        return Decision(Outcome.FALSE, 1.0, f"no available option the reads listed has a "
+                        f"lower {pref.id} key than the committed one")
+    return Decision(Outcome.FALSE, 1.0, f"the committed option has the {pref.id} key the "
+                    "user asked for among the available options the reads listed")
 
 
 def _user_named(view: ToolView, option: Option, pref: ToolPreference) -> Span | None:
