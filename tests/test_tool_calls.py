@@ -161,6 +161,13 @@ def test_tool_rule_errors_name_the_field(tmp_path: Path) -> None:
     bad["workflows"][0]["tools"]["cancel"]["rules"][0]["check"] = "results.get_oder.x == 1"
     with pytest.raises(InputError, match=r"results\.get_oder"):
         parse_spec(bad, "s.yaml")
+    # a misspelt function would compile and abstain at every call: stopped at load
+    bad["workflows"][0]["tools"]["cancel"]["rules"][0]["check"] = "sizes(args.items) > 0"
+    with pytest.raises(InputError, match=r"rules\[0\]\.check.*unknown function 'sizes'"):
+        parse_spec(bad, "s.yaml")
+    bad["workflows"][0]["tools"]["cancel"]["rules"][0]["check"] = (
+        'size(args.items) > 0 && has(args.x) && minutes("2024-05-27", "9:30") > 0')
+    parse_spec(bad, "s.yaml")
     bad = copy.deepcopy(base)
     del bad["workflows"][0]["tools"]["cancel"]["rules"]
     bad["workflows"][0]["tools"]["cancel"]["target"] = {"arg": "id", "read": ["get_order"]}

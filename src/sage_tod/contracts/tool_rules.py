@@ -186,6 +186,34 @@ def compile_rule(expr: str, names: frozenset[str] = RULE_NAMES) -> None:
     if unknown:
         raise RuleSyntaxError(f"unknown name {unknown[0]!r} (a rule can use "
                               f"{', '.join(sorted(names))})")
+    calls = sorted(_called(ast) - _known_functions())
+    if calls:
+        raise RuleSyntaxError(f"unknown function {calls[0]!r} (a rule can call "
+                              f"{', '.join(sorted(_known_functions()))})")
+
+
+@lru_cache(maxsize=1)
+def _known_functions() -> frozenset[str]:
+    """The global functions a rule may call: CEL's (as cel-python defines them), its
+    macros, and this module's (`minutes`). Without the check a misspelt function
+    compiles and abstains at every call."""
+    from celpy.evaluation import base_functions
+
+    cel = frozenset(n for n in base_functions if n.isidentifier() and not n.startswith("_"))
+    return cel | {"has", "dyn"} | frozenset(_FUNCTIONS)
+
+
+def _called(tree: Any) -> set[str]:
+    """Names of the global function calls of a CEL parse tree (`size(x)`, not `x.size()`)."""
+    from lark import Token, Tree
+
+    out: set[str] = set()
+    for node in tree.iter_subtrees():
+        if isinstance(node, Tree) and node.data == "ident_arg" and node.children:
+            first = node.children[0]
+            if isinstance(first, Token):
+                out.add(str(first))
+    return out
 
 
 def _free_names(tree: Any) -> set[str]:
