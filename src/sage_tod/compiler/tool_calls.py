@@ -455,10 +455,12 @@ def stated_arguments(ctx: TurnContext, wf: Workflow, tool: ToolSpec) -> dict[str
     stated (their latest word on it, `latest_statement`), other than the target: what a
     request the agent did not carry out says about how it would have been made ("upgrade
     to business" gives `cabin`). An argument the user never stated is absent, and a rule
-    can test for it with `has(args.<name>)`."""
+    can test for it with `has(args.<name>)`. Only arguments a rule of the tool reads are
+    looked for (each is an extraction over the user's messages)."""
+    read = frozenset().union(*(r.args_read for r in tool.rules))
     out: dict[str, str] = {}
     for path, slot in tool.args.items():
-        if "." in path or (tool.target is not None and path == tool.target.arg):
+        if path not in read or (tool.target is not None and path == tool.target.arg):
             continue
         spec = ctx.spec.slot(slot, wf)
         if spec is None or spec.type != "categorical":

@@ -79,6 +79,12 @@ class ToolRule(BaseModel):
     # flight has already been flown, transfer"): a hand-off is then right, not a failure
     handoff: bool = False
 
+    @property
+    def args_read(self) -> frozenset[str]:
+        """The top-level argument names `when` and `check` read (`args.cabin`)."""
+        return frozenset(re.findall(r"\bargs\.([A-Za-z_]\w*)",
+                                    f"{self.when or ''} {self.check}"))
+
 
 class ToolPreference(BaseModel):
     """A choice the user can ask for among the options earlier reads listed ("the

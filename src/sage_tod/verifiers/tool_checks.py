@@ -1096,8 +1096,9 @@ def _handoff(a: PCArgs, ctx: TurnContext) -> Decision:
             continue
         index = a.call if a.call is not None else 0
         view = tool_view(ctx, CallSite(index, ToolCall(name=requested), wf, ts))
+        stated = stated_arguments(ctx, wf, ts)
         for want in read_entities((p.call for p in view.prior), ts.target):
-            bindings, target = _probe(ctx, view, requested, wf, ts, index, want)
+            bindings, target = _probe(ctx, view, requested, wf, ts, index, want, stated)
             for rule in (r for r in ts.rules if r.handoff):
                 judged = judge_rule(rule, bindings, requested)
                 if judged.applies and judged.value is False:
@@ -1113,13 +1114,14 @@ def _handoff(a: PCArgs, ctx: TurnContext) -> Decision:
 
 
 def _probe(ctx: TurnContext, view: ToolView, tool: str, workflow: Workflow, spec: ToolSpec,
-           index: int, want: str) -> tuple[dict[str, Any], PriorCall | None]:
+           index: int, want: str, stated: Mapping[str, str]
+           ) -> tuple[dict[str, Any], PriorCall | None]:
     """The rule bindings of a call the agent did not make: `tool` on the entity `want` at
     position `index` of the turn (a declined or handed-off request judged as if it had
-    been made), with the arguments the user stated for it (`stated_arguments`), and the
-    read record of that entity."""
+    been made), with the arguments the user stated for it (`stated_arguments`, read once
+    by the caller for every entity), and the read record of that entity."""
     assert spec.target is not None
-    arguments: dict[str, Any] = {**stated_arguments(ctx, workflow, spec), spec.target.arg: want}
+    arguments: dict[str, Any] = {**stated, spec.target.arg: want}
     site = CallSite(index, ToolCall(name=tool, arguments=arguments), workflow, spec)
     return rule_bindings(ctx, site, view)
 
@@ -1150,7 +1152,8 @@ def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
     meant = [c for n, c in scored if n == best]
     # which entity the user meant may stay open; the answer need not: declining is right
     # when a rule is false for every entity they may have meant, wrong when all hold
-    judged = [_declined_one(ctx, d, probe, view, want) for want in meant]
+    stated = stated_arguments(ctx, d.workflow, d.spec)
+    judged = [_declined_one(ctx, d, probe, view, want, stated) for want in meant]
     if len({j.outcome for j in judged}) == 1:
         if len(meant) == 1 or judged[0].outcome is Outcome.ABSTAIN:
             return judged[0]
@@ -1162,13 +1165,14 @@ def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
 
 
 def _declined_one(ctx: TurnContext, d: Declined, probe: CallSite, view: ToolView,
-                  want: str) -> Decision:
+                  want: str, stated: Mapping[str, str]) -> Decision:
     """The declined action on one entity, against every rule of its tool: a false rule
     decides, wherever it stands in the list; a rule the request cannot settle (it reads
     an argument the user never stated, or the result of a call never made) abstains only
     when no rule is false."""
     assert d.spec.target is not None
-    bindings, target = _probe(ctx, view, d.tool, d.workflow, d.spec, probe.index, want)
+    bindings, target = _probe(ctx, view, d.tool, d.workflow, d.spec, probe.index, want,
+                              stated)
     if target is None:
         return Decision.abstain(f"no read of {want!r} to judge {d.tool} against")
     span = _result_span_of(target)
@@ -1176,9 +1180,7 @@ def _declined_one(ctx: TurnContext, d: Declined, probe: CallSite, view: ToolView
     for rule in d.spec.rules:
         judged = judge_rule(rule, bindings, d.tool)
         if judged.value is None:
-            unstated = sorted({n for n in re.findall(r"\bargs\.([A-Za-z_]\w*)",
-                                                     f"{rule.when or ''} {rule.check}")
-                               if n not in bindings["args"]})
+            unstated = sorted(rule.args_read - set(bindings["args"]))
             open_reason = open_reason or (
                 f"rule {rule.id!r} reads {', '.join('args.' + n for n in unstated)}, which "
                 "the user did not state for the request" if unstated else judged.reason)
