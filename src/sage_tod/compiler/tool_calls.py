@@ -482,6 +482,9 @@ def latest_cue(ctx: TurnContext, cue: str) -> tuple[re.Match[str], str, int | No
     return None
 
 
+_ORDINAL = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}  # a preference's `rank`
+
+
 def _preferences(ctx: TurnContext, site: CallSite) -> list[Criterion]:
     """IUV for a choice the user asked for ("the cheapest"): raised when a user message
     matches the preference's cue; S1 compares the committed option with the others."""
@@ -506,8 +509,9 @@ def _preferences(ctx: TurnContext, site: CallSite) -> list[Criterion]:
                          state_after={pref.items: chosen}, tool=site.call.name,
                          call=site.index),
             question=(f"The user asked for {m.group(0)!r}; is the {pref.items} option "
-                      f"{site.call.name} commits the one with the lowest {pref.id} key among "
-                      "the options the reads listed?"),
+                      f"{site.call.name} commits the one with the "
+                      f"{'lowest' if pref.rank == 1 else _ORDINAL[pref.rank] + ' lowest distinct'} "
+                      f"{pref.id} key among the options the reads listed?"),
             evidence=Span(source=source, index=index, start=m.start(), end=m.end(),
                           text=m.group(0)),
         ))
