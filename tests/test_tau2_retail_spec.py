@@ -82,3 +82,39 @@ def test_a_read_back_naming_no_item_is_not_judged_by_it(tmp_path: Path) -> None:
     # "cancel your pending order #W9348897": the order as a whole, nothing narrower
     doc = _edit_read_back(_task38(), "it")
     assert _rule_decision(doc, tmp_path) == "false"  # `when` false: does not apply
+
+
+# task 60 of the same log: the agent changes an item of pending order #W5061109 and pays
+# the difference with paypal_3742148, the method the order was paid with, without ever
+# reading the user's profile (`get_user_details`)
+PROFILE_RULE = "rule:payment-in-profile"
+
+
+def _task(task: str) -> dict[str, Any]:
+    doc = json.loads(LOG.read_text())
+    sim = next(s for s in doc["simulations"] if str(s["task_id"]) == task)
+    return {"simulations": [sim], "tasks": [], "info": doc.get("info", {})}
+
+
+def _criterion(doc: dict[str, Any], tmp_path: Path, suffix: str) -> Any:
+    p = tmp_path / "log.json"
+    p.write_text(json.dumps(doc))
+    spec = load_spec(SPEC)
+    recs = read_tau(p, spec).records(spec).records
+    return next(c for v in Evaluator(spec, config="s1").evaluate(recs)
+                for c in v.criteria if c.id.endswith(suffix))
+
+
+def test_a_method_the_order_was_paid_with_is_in_the_profile_unread(tmp_path: Path) -> None:
+    c = _criterion(_task("60"), tmp_path, PROFILE_RULE)
+    assert c.decision == "false" and "holds" in c.rationale
+
+
+def test_another_method_with_the_profile_unread_abstains(tmp_path: Path) -> None:
+    doc = _task("60")
+    for m in doc["simulations"][0]["messages"]:
+        for call in m.get("tool_calls") or []:
+            if call["name"] == "modify_pending_order_items":
+                call["arguments"]["payment_method_id"] = "gift_card_0000000"
+    c = _criterion(doc, tmp_path, PROFILE_RULE)
+    assert c.decision == "abstain" and "no successful get_user_details" in c.rationale
