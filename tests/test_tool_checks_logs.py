@@ -296,6 +296,31 @@ def test_a_refusal_right_for_every_entity_the_user_may_mean_holds(tmp_path: Path
     assert "IFOYYZ" in both[0].rationale and "NQNU5R" in both[0].rationale
 
 
+ADAPTIVE = WHISSLE.with_name("tau2-airline-claude-opus-4-6-adaptive.json")
+
+
+@needs_data
+def test_a_refusal_is_judged_on_the_entity_it_names(tmp_path: Path) -> None:
+    """τ²-bench claude-opus-4-6 (adaptive), task 1: the user asks to cancel "the trip from
+    Philadelphia to LaGuardia" (five reservations read; their words name none by field:
+    the records hold airport codes) and the agent refuses naming Q69X3R, an economy
+    booking more than a day old with no insurance: declining was right. Without the id
+    in the refusal the reader cannot tell which reservation was meant."""
+    # the leaderboard file is a bare list of simulations
+    sims = json.loads(ADAPTIVE.read_text())
+    doc = {"simulations": [next(s for s in sims if str(s["task_id"]) == "1")], "tasks": [],
+           "info": {}}
+    declined = _declined(_verdicts(doc, tmp_path))
+    assert declined and declined[0].decision.value == "false"
+    assert "'Q69X3R'" in declined[0].rationale and "cancellable" in declined[0].rationale
+    for m in doc["simulations"][0]["messages"]:
+        if m["role"] == "assistant" and "not eligible" in (m.get("content") or ""):
+            m["content"] = m["content"].replace("Q69X3R", "your reservation")
+    declined = _declined(_verdicts(doc, tmp_path))
+    assert declined and declined[0].decision.value == "abstain"
+    assert "cannot tell which" in declined[0].rationale
+
+
 def _declined_flights(vs: dict[int, Any], turn: int) -> Any:
     return next(c for c in vs[turn].criteria
                 if c.id == "IUV:declined:update_reservation_flights")

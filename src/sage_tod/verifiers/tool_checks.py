@@ -1137,7 +1137,9 @@ def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
     probe = CallSite(len(ctx.turn.tool_calls or ()), ToolCall(name=d.tool), d.workflow,
                      d.spec)
     view = tool_view(ctx, probe)
-    # the entity the user meant: the read record with the most fields the user named
+    # the entity the user meant: one the user named by id, then one the declining
+    # message names by id (what the agent refused), then the read record with the most
+    # fields the user named
     scored: list[tuple[int, str]] = []
     for cand in d.candidates:
         rec = next((p.call.result for p in reversed(view.prior)
@@ -1145,7 +1147,10 @@ def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
                     and _same(p.call.result.get(d.spec.target.result_key), cand)), None)
         if rec is not None:
             said = _user_mention(view, cand, ctx, None) is not None
-            scored.append((_field_mentions(view, rec, cand)[0] + 100 * said, cand))
+            refused = re.search(rf"(?<!\w){re.escape(cand)}(?!\w)", ctx.turn.agent,
+                                re.IGNORECASE) is not None
+            scored.append((_field_mentions(view, rec, cand)[0] + 100 * said + 50 * refused,
+                           cand))
     if not scored:
         return Decision.abstain(f"no read of what {d.tool} would act on")
     best = max(n for n, _ in scored)
