@@ -321,6 +321,27 @@ def test_a_refusal_is_judged_on_the_entity_it_names(tmp_path: Path) -> None:
     assert "cannot tell which" in declined[0].rationale
 
 
+@needs_data
+def test_removing_a_passenger_is_declined_not_handed_over(tmp_path: Path) -> None:
+    """τ²-bench task 11 ("I need to remove a passenger from my upcoming round trip"):
+    the policy allows no change in the number of passengers ("even a human agent cannot
+    modify the number of passengers"). claude-opus-4-6 (adaptive) declines: right.
+    whissle transfers to a human at once, without an attempt or a refusal: a failure
+    (τ²-bench gives it reward 0)."""
+    sims = json.loads(ADAPTIVE.read_text())
+    doc = {"simulations": [next(s for s in sims if str(s["task_id"]) == "11")], "tasks": [],
+           "info": {}}
+    declined = [c for c in _declined(_verdicts(doc, tmp_path))
+                if c.id == "IUV:declined:update_reservation_passengers"]
+    assert declined and all(c.decision.value == "false" for c in declined)
+    assert "same-number-of-passengers" in declined[0].rationale
+    handoff = [c for v in _verdicts(_simulation("11"), tmp_path).values()
+               for c in v.criteria if c.id.endswith(":handoff")]
+    assert [c.decision.value for c in handoff] == ["true"]
+    assert handoff[0].evidence is not None
+    assert handoff[0].evidence.text.lower() == "remove a passenger"
+
+
 def _declined_flights(vs: dict[int, Any], turn: int) -> Any:
     return next(c for c in vs[turn].criteria
                 if c.id == "IUV:declined:update_reservation_flights")
@@ -393,8 +414,8 @@ def test_a_refused_passenger_change_that_keeps_their_number_fires(tmp_path: Path
     passenger names". The policy lets passengers be changed in any cabin, only not their
     number; a request that neither adds nor removes a traveller keeps the number, so
     every rule holds and the refusal fires (it abstained: the rule reads
-    `args.passengers`). Asked with "and add a passenger", the count may change: it
-    abstains again."""
+    `args.passengers`). Asked with "and add a passenger", the request changes the
+    number: declining it was right."""
     rec = [next(r for r in json.loads(V1_DATA.read_text())
                 if r["task_id"] == 43 and r["trial"] == 1)]
     c = next(c for c in _v1_verdicts(rec, tmp_path)[1].criteria
@@ -404,7 +425,7 @@ def test_a_refused_passenger_change_that_keeps_their_number_fires(tmp_path: Path
     user["content"] = user["content"].replace("reservation.", "reservation and add a passenger.")
     c = next(c for c in _v1_verdicts(rec, tmp_path)[1].criteria
              if c.id == "IUV:declined:update_reservation_passengers")
-    assert c.decision.value == "abstain" and "args.passengers" in c.rationale
+    assert c.decision.value == "false" and "same-number-of-passengers" in c.rationale
 
 
 @pytest.mark.skipif(not ADAPTIVE.exists(), reason="tool-agents data absent ($SAGE_TOD_DATA)")
