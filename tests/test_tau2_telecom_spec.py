@@ -208,8 +208,26 @@ def test_a_transfer_before_the_mms_steps_fires_and_a_locked_sim_transfer_holds(
     due = _transfer_rules(_verdicts(
         GPT41, "[service_issue]airplane_mode_on|lock_sim_card_pin[PERSONA:Easy]", tmp_path))
     assert set(due) == {"phone-settings-fixed", "mms-steps-taken", "slow-data-steps-taken",
-                        "data-limit-checked"}
+                        "roaming-checked", "data-limit-checked"}
     assert set(due.values()) == {"false"}
+
+
+@needs_data
+def test_a_transfer_before_the_roaming_check_of_a_travelling_user_fires(tmp_path: Path
+                                                                        ) -> None:
+    """gpt-4o, `[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]` (reward
+    0): the user, abroad, has no data connection; the line's roaming is enabled but the
+    phone's data roaming was never turned on ("Device roaming OFF → User:
+    toggle_roaming()") when the agent transfers. `[mobile_data_issue]
+    user_abroad_roaming_disabled_on[PERSONA:Easy]`: the phone reads "Data Roaming
+    Enabled: Yes" and the agent enabled the line's roaming before the transfer: the
+    roaming check was done (that conversation fails on the line it enabled)."""
+    early = _transfer_rules(_verdicts(
+        GPT4O, "[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]", tmp_path))
+    assert early["roaming-checked"] == "true"
+    done = _transfer_rules(_verdicts(
+        GPT4O, "[mobile_data_issue]user_abroad_roaming_disabled_on[PERSONA:Easy]", tmp_path))
+    assert done["roaming-checked"] == "false"
 
 
 def test_rules_are_for_committing_or_hand_off_tools_only(tmp_path: Path) -> None:
