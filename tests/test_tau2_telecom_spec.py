@@ -230,6 +230,28 @@ def test_a_transfer_before_the_roaming_check_of_a_travelling_user_fires(tmp_path
     assert done["roaming-checked"] == "false"
 
 
+MMS_ABROAD = ("[mms_issue]airplane_mode_on|bad_wifi_calling|user_abroad_roaming_enabled_off"
+              "[PERSONA:Easy]")
+
+
+@needs_data
+def test_an_mms_transfer_without_the_roaming_question_fires(tmp_path: Path) -> None:
+    """gpt-4.1, the same MMS conversation as above (reward 0): MMS still fails, no speed
+    test showed data working, the agent never asked whether the user travels and the
+    phone's roaming was never read. With the manual's question asked ("Are you outside
+    your usual service area?") and an answer that names no travel, the step was done."""
+    assert _transfer_rules(_verdicts(GPT41, MMS_ABROAD, tmp_path))["roaming-checked"] == "true"
+    doc = json.loads(GPT41.read_text())
+    sim = next(s for s in doc["simulations"] if s["task_id"] == MMS_ABROAD)
+    first = next(m for m in sim["messages"] if m["role"] == "assistant" and m.get("content"))
+    first["content"] += " Are you outside your usual service area?"
+    doc["simulations"] = [sim]
+    p = tmp_path / "edited.json"
+    p.write_text(json.dumps(doc))
+    asked = _transfer_rules(_verdicts(p, MMS_ABROAD, tmp_path))
+    assert asked["roaming-checked"] == "false"
+
+
 def test_rules_are_for_committing_or_hand_off_tools_only(tmp_path: Path) -> None:
     text = SPEC.read_text()
     text = text.replace("get_data_usage: {writes: false}",
