@@ -342,6 +342,41 @@ def test_removing_a_passenger_is_declined_not_handed_over(tmp_path: Path) -> Non
     assert handoff[0].evidence.text.lower() == "remove a passenger"
 
 
+@needs_data
+def test_a_request_the_agent_never_looked_into_is_left_open_at_the_end(tmp_path: Path
+                                                                       ) -> None:
+    """τ-bench gpt-4o, task 22 trial 3 (reward 0): "I need to change my upcoming flight
+    from EWR on May 21"; the agent asks for the user and reservation ids, the user has
+    neither with them, the agent never looks the booking up, and the user leaves to find
+    them ("###STOP###" right after, so the last message gave the agent no turn). The
+    request asked in the first message is open at the end: the agent never read what the
+    flight change would act on."""
+    vs = _v1_verdicts(_v1_record(22, 3), tmp_path)
+    open_ = [c for v in vs.values() for c in v.criteria
+             if c.id == "IUV:unfinished:update_reservation_flights"]
+    assert [c.decision.value for c in open_] == ["true"]
+    assert open_[0].evidence is not None and open_[0].evidence.index == 0
+    assert open_[0].evidence.text == "change my upcoming flight"
+
+
+@needs_data
+def test_a_request_the_agent_looked_into_and_the_user_let_drop_is_not_open(
+        tmp_path: Path) -> None:
+    """τ²-bench claude-opus-4-6 (adaptive), task 29 (reward 1): the user asks to change
+    their flights, the agent reads the reservation and the options, and the conversation
+    ends without a change and without a refusal: the request was looked into, so the end
+    of the conversation leaves nothing open."""
+    sims = json.loads(ADAPTIVE.read_text())
+    doc = {"simulations": [next(s for s in sims if str(s["task_id"]) == "29")], "tasks": [],
+           "info": {}}
+    vs = _verdicts(doc, tmp_path)
+    assert not [c for v in vs.values() for c in v.criteria
+                if c.id.startswith("IUV:unfinished:")]
+    # the condition under test: the reservation was read
+    assert any(c.get("name") == "get_reservation_details"
+               for m in doc["simulations"][0]["messages"] for c in m.get("tool_calls") or [])
+
+
 def _declined_flights(vs: dict[int, Any], turn: int) -> Any:
     return next(c for c in vs[turn].criteria
                 if c.id == "IUV:declined:update_reservation_flights")

@@ -716,9 +716,17 @@ def unfinished_requests(ctx: TurnContext) -> list[Unfinished]:
     the last one says yes), with no successful call of the tool after it, while the agent
     neither declined (a refusal, judged by `IUV:declined`) nor handed the user over: the
     conversation ends with the action the user asked for not done. Only when the agent
-    answered the last message: a log that ends on the user's request shows no omission."""
-    if not ctx.turn.last or not (ctx.turn.agent.strip() or ctx.turn.tool_calls):
-        return []  # a user who leaves right after asking gave the agent no turn to act
+    answered the last message: a log that ends on the user's request shows no omission.
+
+    A request made earlier counts too when the agent never even read what the tool would
+    act on (no successful call of the tool's `target.read` in the conversation): "I'll
+    need your reservation ID" to a user who has none, the user leaving to look for it,
+    while the tools could have found it. A request the agent looked into and the user then
+    let drop is not read as one left open."""
+    if not ctx.turn.last:
+        return []
+    # a user who leaves right after asking gave the agent no turn to act on that message
+    answered = bool(ctx.turn.agent.strip() or ctx.turn.tool_calls)
     transfers = handoff_tools(ctx.spec)
     hist = ctx.turn.history or ()
     entries: list[tuple[str, int | None, str, str, tuple[ToolCall, ...]]] = [
@@ -730,12 +738,22 @@ def unfinished_requests(ctx: TurnContext) -> list[Unfinished]:
         # pending at the end: asked in the last message, or asked in the one before and
         # the last one says yes to the agent's reply
         k = len(entries) - 1
-        m = _requests(entries[k][2], pattern)
-        if m is None and k > 0 and _YES_START.match(entries[k][2]):
+        m = _requests(entries[k][2], pattern) if answered else None
+        if m is None and answered and k > 0 and _YES_START.match(entries[k][2]):
             k -= 1
             m = _requests(entries[k][2], pattern)
         if m is None:
-            continue
+            # asked earlier, and what the tool acts on was never looked up
+            target = _commit_target(ctx.spec, name)
+            if target is None or read_entities(
+                    (c for e in entries for c in e[4]), target):
+                continue
+            asked = len(entries) - 1 if answered else len(entries) - 2
+            k, m = next(((i, r) for i in range(asked + 1)
+                         for r in [_requests(entries[i][2], pattern)] if r is not None),
+                        (0, None))
+            if m is None:
+                continue
         # the tools whose cue reads the same words ("change the address" asks for the
         # order's or the account's): any of them carries the request out
         doers = {n for n, p in cues.items() if any(
@@ -750,6 +768,15 @@ def unfinished_requests(ctx: TurnContext) -> list[Unfinished]:
         source, index = entries[k][0], entries[k][1]
         out.append(Unfinished(name, source, index, m.start(), m.end(), m.group(0)))
     return out
+
+
+def _commit_target(spec: SpecBundle, tool: str) -> ToolTarget | None:
+    """The `target` of the committing tool `tool` in the first workflow declaring it."""
+    for wf in spec.workflows.values():
+        ts = wf.tools.get(tool)
+        if ts is not None and ts.is_commit:
+            return ts.target
+    return None
 
 
 def _build_request_cues(spec: SpecBundle) -> dict[str, re.Pattern[str]]:
