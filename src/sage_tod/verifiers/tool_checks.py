@@ -1108,8 +1108,8 @@ def _handoff(a: PCArgs, ctx: TurnContext) -> Decision:
                                     rule_span(rule, bindings, target, view,
                                               ts.target.result_key))
         break
-    return Decision(Outcome.TRUE, 0.9, f"the user asked for {a.cue!r}, which {requested} "
-                    f"serves, and {a.tool} handed the user over without an attempt or a "
+    return Decision(Outcome.TRUE, 0.9, f"the user asked for {a.cue!r}, a request for "
+                    f"{requested}, and {a.tool} handed the user over without an attempt or a "
                     "refusal")
 
 
