@@ -230,15 +230,16 @@ def test_a_transfer_before_the_roaming_check_of_a_travelling_user_fires(tmp_path
     assert done["roaming-checked"] == "false"
 
 
-MMS_ABROAD = ("[mms_issue]airplane_mode_on|bad_wifi_calling|user_abroad_roaming_enabled_off"
-              "[PERSONA:Easy]")
+MMS_ABROAD = ("[mms_issue]bad_network_preference|data_mode_off|"
+              "user_abroad_roaming_disabled_on[PERSONA:None]")
 
 
 @needs_data
 def test_an_mms_transfer_without_the_roaming_question_fires(tmp_path: Path) -> None:
-    """gpt-4.1, the same MMS conversation as above (reward 0): MMS still fails, no speed
+    """gpt-4.1, `[mms_issue]bad_network_preference|data_mode_off|
+    user_abroad_roaming_disabled_on[PERSONA:None]` (reward 0): MMS still fails, no speed
     test showed data working, the agent never asked whether the user travels and the
-    phone's roaming was never read. With the manual's question asked ("Are you outside
+    line's roaming was never enabled. With the manual's question asked ("Are you outside
     your usual service area?") and an answer that names no travel, the step was done."""
     assert _transfer_rules(_verdicts(GPT41, MMS_ABROAD, tmp_path))["roaming-checked"] == "true"
     doc = json.loads(GPT41.read_text())
