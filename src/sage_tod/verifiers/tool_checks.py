@@ -1147,8 +1147,7 @@ def _declined_allowed(a: IUVArgs, ctx: TurnContext) -> Decision:
                     and _same(p.call.result.get(d.spec.target.result_key), cand)), None)
         if rec is not None:
             said = _user_mention(view, cand, ctx, None) is not None
-            refused = re.search(rf"(?<!\w){re.escape(cand)}(?!\w)", ctx.turn.agent,
-                                re.IGNORECASE) is not None
+            refused = mention_at(ctx.turn.agent, cand) is not None
             scored.append((_field_mentions(view, rec, cand)[0] + 100 * said + 50 * refused,
                            cand))
     if not scored:
