@@ -32,22 +32,25 @@ READ_BACK = "the Action Camera (item ID 6117189161)"
 RULE = "rule:whole-order-read-back"
 
 
-def _task38() -> dict[str, Any]:
+def _task(task: str) -> dict[str, Any]:
     doc = json.loads(LOG.read_text())
-    sim = next(s for s in doc["simulations"] if str(s["task_id"]) == "38")
+    sim = next(s for s in doc["simulations"] if str(s["task_id"]) == task)
     return {"simulations": [sim], "tasks": [], "info": doc.get("info", {})}
 
 
-def _rule_decision(doc: dict[str, Any], tmp_path: Path) -> str | None:
+def _criterion(doc: dict[str, Any], tmp_path: Path, suffix: str) -> Any:
+    """The first criterion whose id ends with `suffix` (S1), or None."""
     p = tmp_path / "log.json"
     p.write_text(json.dumps(doc))
     spec = load_spec(SPEC)
     recs = read_tau(p, spec).records(spec).records
-    for v in Evaluator(spec, config="s1").evaluate(recs):
-        for c in v.criteria:
-            if c.id.endswith(RULE):
-                return c.decision
-    return None
+    return next((c for v in Evaluator(spec, config="s1").evaluate(recs)
+                 for c in v.criteria if c.id.endswith(suffix)), None)
+
+
+def _rule_decision(doc: dict[str, Any], tmp_path: Path) -> str | None:
+    c = _criterion(doc, tmp_path, RULE)
+    return None if c is None else c.decision
 
 
 def _edit_read_back(doc: dict[str, Any], new: str) -> dict[str, Any]:
@@ -68,11 +71,11 @@ def _items(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_a_read_back_of_one_item_does_not_confirm_cancelling_the_order(
         tmp_path: Path) -> None:
-    assert _rule_decision(_task38(), tmp_path) == "true"
+    assert _rule_decision(_task("38"), tmp_path) == "true"
 
 
 def test_a_read_back_of_every_item_confirms_it(tmp_path: Path) -> None:
-    doc = _task38()
+    doc = _task("38")
     every = ", ".join(f"{i['name']} (item ID {i['item_id']})" for i in _items(doc))
     assert len(_items(doc)) > 1
     assert _rule_decision(_edit_read_back(doc, every), tmp_path) == "false"
@@ -80,7 +83,7 @@ def test_a_read_back_of_every_item_confirms_it(tmp_path: Path) -> None:
 
 def test_a_read_back_naming_no_item_is_not_judged_by_it(tmp_path: Path) -> None:
     # "cancel your pending order #W9348897": the order as a whole, nothing narrower
-    doc = _edit_read_back(_task38(), "it")
+    doc = _edit_read_back(_task("38"), "it")
     assert _rule_decision(doc, tmp_path) == "false"  # `when` false: does not apply
 
 
@@ -88,21 +91,6 @@ def test_a_read_back_naming_no_item_is_not_judged_by_it(tmp_path: Path) -> None:
 # the difference with paypal_3742148, the method the order was paid with, without ever
 # reading the user's profile (`get_user_details`)
 PROFILE_RULE = "rule:payment-in-profile"
-
-
-def _task(task: str) -> dict[str, Any]:
-    doc = json.loads(LOG.read_text())
-    sim = next(s for s in doc["simulations"] if str(s["task_id"]) == task)
-    return {"simulations": [sim], "tasks": [], "info": doc.get("info", {})}
-
-
-def _criterion(doc: dict[str, Any], tmp_path: Path, suffix: str) -> Any:
-    p = tmp_path / "log.json"
-    p.write_text(json.dumps(doc))
-    spec = load_spec(SPEC)
-    recs = read_tau(p, spec).records(spec).records
-    return next(c for v in Evaluator(spec, config="s1").evaluate(recs)
-                for c in v.criteria if c.id.endswith(suffix))
 
 
 def test_a_method_the_order_was_paid_with_is_in_the_profile_unread(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ WHISSLE = Path(os.environ.get("SAGE_TOD_DATA", "/nonexistent")) / "tool-agents" 
 needs_data = pytest.mark.skipif(not WHISSLE.exists(),
                                 reason="tool-agents data absent ($SAGE_TOD_DATA)")
 CID = "IUV:call0:prefer:cheapest"
+ADAPTIVE = WHISSLE.with_name("tau2-airline-claude-opus-4-6-adaptive.json")
 
 
 def _task16() -> dict[str, Any]:
@@ -197,6 +198,13 @@ def _simulation(task: str, path: Path = WHISSLE) -> dict[str, Any]:
     return {"simulations": [sim], "tasks": [], "info": doc.get("info", {})}
 
 
+def _adaptive(task: str) -> list[dict[str, Any]]:
+    """One simulation of claude-opus-4-6 (adaptive): the leaderboard file is a bare list
+    of τ² simulations, which the importer reads as it is."""
+    sims = json.loads(ADAPTIVE.read_text())
+    return [next(s for s in sims if str(s["task_id"]) == task)]
+
+
 @needs_data
 def test_a_retry_after_a_refused_call_is_carried_by_the_users_instruction(
         tmp_path: Path) -> None:
@@ -296,9 +304,6 @@ def test_a_refusal_right_for_every_entity_the_user_may_mean_holds(tmp_path: Path
     assert "IFOYYZ" in both[0].rationale and "NQNU5R" in both[0].rationale
 
 
-ADAPTIVE = WHISSLE.with_name("tau2-airline-claude-opus-4-6-adaptive.json")
-
-
 @needs_data
 def test_a_refusal_is_judged_on_the_entity_it_names(tmp_path: Path) -> None:
     """τ²-bench claude-opus-4-6 (adaptive), task 1: the user asks to cancel "the trip from
@@ -306,14 +311,11 @@ def test_a_refusal_is_judged_on_the_entity_it_names(tmp_path: Path) -> None:
     the records hold airport codes) and the agent refuses naming Q69X3R, an economy
     booking more than a day old with no insurance: declining was right. Without the id
     in the refusal the reader cannot tell which reservation was meant."""
-    # the leaderboard file is a bare list of simulations
-    sims = json.loads(ADAPTIVE.read_text())
-    doc = {"simulations": [next(s for s in sims if str(s["task_id"]) == "1")], "tasks": [],
-           "info": {}}
+    doc = _adaptive("1")
     declined = _declined(_verdicts(doc, tmp_path))
     assert declined and declined[0].decision.value == "false"
     assert "'Q69X3R'" in declined[0].rationale and "cancellable" in declined[0].rationale
-    for m in doc["simulations"][0]["messages"]:
+    for m in doc[0]["messages"]:
         if m["role"] == "assistant" and "not eligible" in (m.get("content") or ""):
             m["content"] = m["content"].replace("Q69X3R", "your reservation")
     declined = _declined(_verdicts(doc, tmp_path))
@@ -328,9 +330,7 @@ def test_removing_a_passenger_is_declined_not_handed_over(tmp_path: Path) -> Non
     modify the number of passengers"). claude-opus-4-6 (adaptive) declines: right.
     whissle transfers to a human at once, without an attempt or a refusal: a failure
     (τ²-bench gives it reward 0)."""
-    sims = json.loads(ADAPTIVE.read_text())
-    doc = {"simulations": [next(s for s in sims if str(s["task_id"]) == "11")], "tasks": [],
-           "info": {}}
+    doc = _adaptive("11")
     declined = [c for c in _declined(_verdicts(doc, tmp_path))
                 if c.id == "IUV:declined:update_reservation_passengers"]
     assert declined and all(c.decision.value == "false" for c in declined)
@@ -366,15 +366,13 @@ def test_a_request_the_agent_looked_into_and_the_user_let_drop_is_not_open(
     their flights, the agent reads the reservation and the options, and the conversation
     ends without a change and without a refusal: the request was looked into, so the end
     of the conversation leaves nothing open."""
-    sims = json.loads(ADAPTIVE.read_text())
-    doc = {"simulations": [next(s for s in sims if str(s["task_id"]) == "29")], "tasks": [],
-           "info": {}}
+    doc = _adaptive("29")
     vs = _verdicts(doc, tmp_path)
     assert not [c for v in vs.values() for c in v.criteria
                 if c.id.startswith("IUV:unfinished:")]
     # the condition under test: the reservation was read
     assert any(c.get("name") == "get_reservation_details"
-               for m in doc["simulations"][0]["messages"] for c in m.get("tool_calls") or [])
+               for m in doc[0]["messages"] for c in m.get("tool_calls") or [])
 
 
 def _declined_flights(vs: dict[int, Any], turn: int) -> Any:
@@ -414,7 +412,6 @@ def test_a_declined_flight_change_on_basic_economy_naming_no_cabin_holds(tmp_pat
     assert "basic-economy-flights-unchanged" not in c.rationale
 
 
-ADAPTIVE = WHISSLE.with_name("tau2-airline-claude-opus-4-6-adaptive.json")
 
 
 @pytest.mark.skipif(not ADAPTIVE.exists(), reason="tool-agents data absent ($SAGE_TOD_DATA)")
@@ -426,8 +423,7 @@ def test_a_declined_upgrade_is_judged_with_the_cabin_the_user_named(tmp_path: Pa
     (economy), so the cabin rule applies and is false: declining was right. It is decided
     though an earlier rule (basic economy, reading the flights the user never listed)
     cannot be: one false rule settles a refusal wherever it stands."""
-    sims = json.loads(ADAPTIVE.read_text())  # a bare list of τ² simulations
-    vs = _verdicts([next(s for s in sims if str(s["task_id"]) == "13")], tmp_path)
+    vs = _verdicts(_adaptive("13"), tmp_path)
     c = _declined_flights(vs, 2)
     assert c.decision.value == "false"
     assert "cabin-change-not-flown" in c.rationale and "XEWRD9" in c.rationale
@@ -471,8 +467,7 @@ def test_an_agent_asking_how_to_carry_out_the_request_declines_nothing(tmp_path:
     of passengers cannot be changed." The note reads as a refusal, but the agent is
     taking the name change forward: no declined passenger change is raised (it was, and
     fired once the rule read the request's passenger count)."""
-    sims = json.loads(ADAPTIVE.read_text())
-    vs = _verdicts([next(s for s in sims if str(s["task_id"]) == "40")], tmp_path)
+    vs = _verdicts(_adaptive("40"), tmp_path)
     assert not [c for c in vs[1].criteria
                 if c.id == "IUV:declined:update_reservation_passengers"]
 
@@ -686,9 +681,7 @@ def test_a_cancelled_flight_of_another_reservation_is_no_reason_to_cancel(
     none of them, and MSJ4OA (economy, insured, "change of plans") is cancelled too. The
     rule reads the status of the reservation's own flights (`calls[*].result` with the
     arguments that asked for it): it fires on MSJ4OA and holds for the business ones."""
-    sims = json.loads(WHISSLE.with_name("tau2-airline-claude-opus-4-6-adaptive.json")
-                      .read_text())  # a bare list of simulations
-    sim = next(s for s in sims if str(s["task_id"]) == "39")
+    (sim,) = _adaptive("39")
     tasks = json.loads((WHISSLE.parent / "domains" / "airline" / "tasks.json").read_text())
     doc = {"simulations": [sim], "tasks": [t for t in tasks if str(t["id"]) == "39"]}
     vs = _verdicts(doc, tmp_path)
