@@ -119,3 +119,32 @@ def test_bad_spec_and_unknown_config(tmp_path: Path) -> None:
                             str(demo.turns_path()), "--out", str(tmp_path / "v.jsonl"),
                             "--config", "fast"])
     assert r.exit_code == 2 and "unknown config" in r.output
+
+
+def test_the_cli_runs_without_the_click_package(tmp_path: Path) -> None:
+    """`pip install sage-tod` (no extra) brings no `click`: typer 0.2x vendors its own
+    (`typer._click`), and only an extra's dependency (huggingface_hub) brought the
+    package. The CLI must start with `click` not importable."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['click'] = None\n"
+            "from sage_tod.cli import app\n"
+            "from typer.testing import CliRunner\n"
+            "r = CliRunner().invoke(app, ['--help'])\n"
+            "assert r.exit_code == 0, r.output\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+def test_typers_usage_errors_pass_through_the_guard() -> None:
+    """A usage error typer raises inside a command (its `BadParameter`, whichever click
+    it derives from) is typer's to report, not an `internal error`."""
+    import typer
+
+    from sage_tod.cli.errors import one_line_errors
+
+    for exc in (typer.BadParameter("bad"), typer.Abort(), typer.Exit(3)):
+        with pytest.raises(type(exc)), one_line_errors():
+            raise exc

@@ -16,7 +16,6 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import click
 import typer
 from rich.markup import escape
 
@@ -25,6 +24,13 @@ from sage_tod.outputs.console import err
 
 INPUT_EXIT = 2
 BUG_EXIT = 1
+
+# The usage errors typer raises (`BadParameter`, `UsageError`) derive from the click it
+# runs on: the `click` package before typer 0.2x, its vendored `typer._click` since. The
+# base is taken from typer's own class, so sage-tod needs no `click` of its own (a plain
+# `pip install sage-tod` has none) and passes typer's errors through whichever it is.
+_CLICK_ERROR: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 def _line(text: str) -> str:
@@ -41,8 +47,8 @@ def _say(prefix: str, text: str) -> None:
 def one_line_errors() -> Iterator[None]:
     try:
         yield
-    except (typer.Exit, click.exceptions.ClickException, click.exceptions.Abort,
-            KeyboardInterrupt, BrokenPipeError, SystemExit):
+    except (typer.Exit, typer.Abort, _CLICK_ERROR, KeyboardInterrupt, BrokenPipeError,
+            SystemExit):
         raise
     except InputError as exc:
         _say("error", str(exc))
