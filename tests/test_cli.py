@@ -148,3 +148,18 @@ def test_typers_usage_errors_pass_through_the_guard() -> None:
     for exc in (typer.BadParameter("bad"), typer.Abort(), typer.Exit(3)):
         with pytest.raises(type(exc)), one_line_errors():
             raise exc
+
+
+def test_a_missing_stage_note_keeps_the_extra_in_its_install_hint(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The reason a stage is missing is text, not markup: "pip install 'sage-tod[nli]'"
+    printed as "pip install 'sage-tod'" (rich read "[nli]" as a style tag) sent users
+    of a plain install to the command that had left S2 out."""
+    from types import SimpleNamespace
+
+    from sage_tod.cli.app import _note_missing
+
+    ev = SimpleNamespace(config="core", missing_stages={
+        "S2": "S2 needs tokenizers: pip install 'sage-tod[nli]'"})
+    _note_missing(ev)  # type: ignore[arg-type]
+    assert "pip install 'sage-tod[nli]'" in capsys.readouterr().err

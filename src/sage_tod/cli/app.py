@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -76,7 +77,7 @@ def _guard(fn: Callable[[], T]) -> T:
 def _note_missing(ev: Evaluator) -> None:
     for stage, why in ev.missing_stages.items():
         err.print(f"[yellow]note:[/] config {ev.config} includes {stage}, which is not "
-                  f"available ({why}); criteria it would decide abstain.", highlight=False)
+                  f"available ({escape(why)}); criteria it would decide abstain.", highlight=False)
 
 
 class _RateColumn(ProgressColumn):
@@ -595,7 +596,7 @@ def main() -> None:
     except BrokenPipeError:  # `sage-tod ... | head`
         sys.stderr.close()
     except InputError as exc:  # any command: bad input or missing data is one line, exit 2
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(2)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from sage_tod.cli.natural import natural_cmd
@@ -33,7 +34,7 @@ DATASETS = ("multiwoz", "sgd", "abcd")
 
 
 def _fail(msg: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
 
 

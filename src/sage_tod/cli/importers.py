@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from sage_tod.contracts.errors import InputError
 from sage_tod.contracts.spec import SpecBundle, load_spec
@@ -115,7 +116,7 @@ def import_cmd(
         write_atomic(out_path, "".join(json.dumps(t, sort_keys=True, ensure_ascii=False)
                                        + "\n" for t in res.turns), overwrite=overwrite)
     except InputError as exc:
-        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
         raise typer.Exit(2) from None
     report(res)
     out.print(f"wrote {res.n_turns} turn(s) of {res.conversations} conversation(s) to "

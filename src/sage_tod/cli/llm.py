@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from sage_tod.llm.config import LLMNotConfigured, config_from_options
 from sage_tod.outputs.console import err, out
@@ -40,7 +41,7 @@ def _options(pairs: list[str] | None) -> dict[str, Any]:
 
 
 def _fail(msg: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {msg}", highlight=False)
+    err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False)
     return typer.Exit(2)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from sage_tod.outputs.console import err, out
 
@@ -69,7 +70,7 @@ def build_graphs_cmd(
             out.print(f"{enc / GRAPH_FILE}: {len(man.initializers)} weights from "
                       f"{man.weights} (sha256 {man.weights_sha256[:12]})", highlight=False)
     except (ExportError, RuntimeError) as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None
 
 
@@ -137,7 +138,7 @@ def train_nli_cmd(
                               log=lambda s: err.print(s, highlight=False),
                               limit_dialogues=limit_dialogues)
         except (FileNotFoundError, ValueError) as exc:
-            err.print(f"[bold red]error:[/] {exc}", highlight=False)
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
             raise typer.Exit(2) from None
         out.print(f"SGD-dev held-out accuracy {res.test_accuracy:.4f} on {res.test_pairs} pairs "
                   f"after {res.steps} steps (best step {res.extra['best_step']}; "
@@ -247,7 +248,7 @@ def claim_table_cmd(
         try:
             probes = split_probes(spec, dev_turns, count)
         except ValueError as exc:
-            err.print(f"[bold red]error:[/] {exc}", highlight=False)
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
             raise typer.Exit(2) from None
         rows += class_table(probes, scorer, source="dev split", tau=tau)
     if dialogues > 0:
@@ -300,7 +301,7 @@ def calibrate(
         rows = sweep(spec, turns, taus=values, config=config,
                      options={"nli_model": nli_model, "backend": backend})
     except (InputError, ValueError, KeyError) as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None
     if as_json:
         print(json.dumps([{**r.__dict__, "s2_abstention": r.s2_abstention} for r in rows],

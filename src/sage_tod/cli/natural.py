@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from sage_tod.contracts.errors import InputError
 from sage_tod.outputs.console import err
@@ -30,7 +31,7 @@ def natural_cmd(
         (out_dir / "multiwoz.yaml").write_text(dump_spec(doc), encoding="utf-8", newline="\n")
         stats = build_natural(out_dir, parse_spec(doc, out_dir / "multiwoz.yaml"), root)
     except (InputError, ValueError) as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     a = stats["audited"]
     err.print(f"wrote {out_dir}/natural.jsonl ({stats['n']} turns: "
