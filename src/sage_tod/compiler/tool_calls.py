@@ -351,8 +351,8 @@ def _handoff(ctx: TurnContext) -> list[Criterion]:
                     outcome=f"the request is outside what {h.requested} and the other "
                             "committing tools do", tool=h.tool, call=h.index,
                     rule=f"handoff:{h.requested}"),
-        question=(f"The user asked for {h.cue!r}, which {h.requested} does; did the agent hand "
-                  "the user over without trying or refusing it?"),
+        question=(f"The user asked for {h.cue!r}, a request for {h.requested}; did the agent "
+                  "hand the user over without trying or refusing it?"),
         evidence=Span(source=h.source, index=h.at, start=h.start, end=h.end, text=h.cue),
     ) for h in handoff_requests(ctx)]
 
