@@ -106,6 +106,19 @@ def test_spec_orders_search_constraints_before_booking_fields() -> None:
     assert bundle.workflows["taxi"].slots["taxi-leaveat"].type == "time"
 
 
+
+def test_spec_carries_the_corpus_conventions() -> None:
+    # MultiWOZ records an amenity the user asks about, and prices a place in words its
+    # value list lacks ("a high end Indian restaurant", SNG0547)
+    bundle = parse_spec(multiwoz.compile_spec(FIX))
+    hotel = bundle.workflows["hotel"]
+    assert hotel.slots["hotel-internet"].recorded_when_asked
+    assert hotel.slots["hotel-parking"].recorded_when_asked
+    assert not hotel.slots["hotel-area"].recorded_when_asked
+    price = hotel.slots["hotel-pricerange"]
+    assert price.table["high end"] == "expensive" and price.table["inexpensive"] == "cheap"
+
+
 def test_required_rule_thresholds_and_or_groups() -> None:
     """Required = filled in >= 50% of completions; outcome needs >= 95%; two same-type slots
     that are each below 95% but together above it form an or-group."""

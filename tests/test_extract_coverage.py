@@ -378,3 +378,110 @@ def test_a_time_another_time_slot_holds_is_still_recorded() -> None:
                  "Ok , when would you like to leave and what time would you like to leave at ?",
                  state)
     assert [a for a in _iuv(turn) if a.slot in ("train-arriveby", "train-leaveat")] == []
+
+
+# -- round 14: readings found on the whole natural slice ---------------------------------------
+
+def test_the_verb_after_the_name_is_is_no_name() -> None:
+    # SNG01380 turn 0 (all six systems): "called" was read as the restaurant's name
+    turn = _turn("restaurant", "I am looking for a particular restaurant . Its name is called "
+                 "restaurant alimentum")
+    names = [e.value for e in extract_user_values(turn, _wf("restaurant"), _spec())
+             if e.candidates == ("restaurant-name",)]
+    assert names == ["restaurant alimentum"]
+
+
+def test_a_capitalised_span_cut_at_a_possessive_is_no_name() -> None:
+    # MUL1806 turn 0 (LABES): "People" is the first word of "People 's portraits exhibition"
+    turn = _turn("attraction", "I 'm looking for information about People 's portraits "
+                 "exhibition at girton college")
+    assert "People" not in {e.value for e in extract_user_values(turn, _wf("attraction"),
+                                                                  _spec())}
+
+
+def test_either_one_is_no_offered_name() -> None:
+    # SNG01957 turn 5: "book you a room at either one?" offers the two places named before
+    agent = ("Yes , there i the worth house and also city centre north b and b. Would you like "
+             "me to book you a room at either one ?")
+    assert "either one" not in offered_names(agent, _wf("hotel"))
+
+
+def test_a_count_of_the_results_counts_no_people() -> None:
+    # PMUL0630 turn 4: "Out of the 5" are the restaurants the agent found
+    turn = _turn("restaurant", "Out of the 5 , how many are expensive ? I would like an "
+                 "expensive restaurant location does n't matter to much .",
+                 "there are 5 in town . did you have a certain part of town you want to dine "
+                 "in ?")
+    assert not [a for a in _iuv(turn) if a.slot == "restaurant-bookpeople"]
+
+
+def test_a_value_contrasted_away_is_not_wanted() -> None:
+    # SNG0832 turn 3: the user checks the place is a hotel, "as opposed to a guesthouse"
+    turn = _turn("hotel", "I just want to confirm that it is actually a hotel , as opposed "
+                 "to a guesthouse ?", "Sure , the postcode is cb11eg .")
+    assert not [a for a in _iuv(turn) if a.value == "guesthouse"]
+
+
+def test_a_sentence_it_is_name_presents_the_one_entity() -> None:
+    # PMUL0745 turn 3 (DAMD, DoTS, MinTL): a booking asked for after the one place presented
+    agent = ("I have just one place available . It is Pizza Hut Cherry Hinton . They are "
+             "moderately priced and are located at G4 Cambridge Leisure Park Clifton Way "
+             "Cherry Hinton .")
+    assert offered_names(agent, _wf("restaurant")) == ["Pizza Hut Cherry Hinton"]
+    turn = _turn("restaurant", "Please make reservations for 7 people at 19:30 on friday .",
+                 agent)
+    acc = find_acceptance(turn, _wf("restaurant"))
+    assert acc is not None and acc.value == "Pizza Hut Cherry Hinton"
+    # lower case gives no such evidence ("it is located ...", "it is pizza hut" read alike)
+    assert offered_names(agent.lower(), _wf("restaurant")) != ["pizza hut cherry hinton"]
+
+
+def test_a_booking_after_a_recommendation_books_the_recommended() -> None:
+    # PMUL3785 turn 5 (DAMD, DoTS, MinTL): the address after the name is no second entity
+    agent = "I would recommend Panahar , it is an expensive Indian restaurant at 8 Norfolk Street ."
+    turn = _turn("restaurant", "Okay I need a reservation for Friday , 4 people at 14:15 . Can "
+                 "you please include the reference number ?", agent)
+    acc = find_acceptance(turn, _wf("restaurant"))
+    assert acc is not None and acc.value == "Panahar"
+    # no booking asked for: "Okay" alone may answer something else
+    turn = _turn("restaurant", "Okay . What is the phone number ?", agent)
+    assert find_acceptance(turn, _wf("restaurant")) is None
+
+
+def _asking_spec(on: bool) -> SpecBundle:
+    import copy
+
+    doc = copy.deepcopy(SPEC)
+    for wf in doc["workflows"]:
+        for slot in wf["slots"]:
+            if isinstance(slot, dict) and slot["name"] in ("hotel-internet", "hotel-parking"):
+                slot["recorded_when_asked"] = on
+    return parse_spec(doc)
+
+
+def test_an_amenity_asked_about_counts_as_stated_where_the_spec_says_so() -> None:
+    # PMUL2756 turn 2 (five systems): MultiWOZ records internet = yes for this question
+    for on in (True, False):
+        spec = _asking_spec(on)
+        turn = parse_turn({"dialogue_id": "d", "turn_id": 1, "workflow": "hotel",
+                           "user": "Do they have free internet ?", "agent": "",
+                           "state_before": {}, "state_after": {"hotel-area": "west"},
+                           "history": [{"user": "", "agent": "Yes , The Cambridge Belfry is "
+                                        "a cheap hotel in the West ."}]}, spec).turn
+        ctx = make_context(spec, turn)
+        got = [(c.args.slot, c.args.value, c.args.confidence >= EXACT)
+               for c in compile_turn(ctx)
+               if c.failure_class is FailureClass.IUV and isinstance(c.args, IUVArgs)]
+        assert got == ([("hotel-internet", "yes", True)] if on else [])
+
+
+def test_an_amenity_asked_about_in_a_wh_question_or_negated_is_not_stated() -> None:
+    spec = _asking_spec(True)
+    for user in ("What is the price of free parking ?", "It does n't need free parking ."):
+        turn = parse_turn({"dialogue_id": "d", "turn_id": 1, "workflow": "hotel",
+                           "user": user, "agent": "", "state_before": {},
+                           "state_after": {}}, spec).turn
+        ctx = make_context(spec, turn)
+        assert not [c for c in compile_turn(ctx) if c.failure_class is FailureClass.IUV
+                    and isinstance(c.args, IUVArgs) and c.args.slot == "hotel-parking"
+                    and c.args.confidence >= EXACT], user

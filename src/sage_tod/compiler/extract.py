@@ -62,6 +62,9 @@ _WHAT_QUESTION = re.compile(r"^\s*(what'?s|what is|what are|what will|could you 
                             r"can you tell me)\b", re.IGNORECASE)
 # values found by their shape rather than by a schema list may sit in a what-question
 _SHAPE_SOURCES = frozenset({"date", "place", "name"})
+# the source of a value the user asked about, for a slot whose spec records what is asked
+# (`SlotSpec.recorded_when_asked`); its extraction reads "categorical"
+_ASKED = "asked"
 _PREP_HINTS = {"from": {"departure", "depart", "leave", "leaving", "origin", "originates",
                         "pickup", "from", "start"},
                "leaving": {"departure", "depart", "leave", "leaving", "origin", "originates",
@@ -156,11 +159,20 @@ def _search_question_spans(sents: Sequence[Sentence]) -> list[tuple[int, int]]:
             and s.text.endswith("?")]
 
 
+# "a hotel, as opposed to a guesthouse", "rather than the north": the value is contrasted
+_CONTRASTED = re.compile(r"\b(?:as opposed to|rather than|instead of|other than)"
+                         r"\s+(?:an?\s+|the\s+)?$", re.IGNORECASE)
+
+
 def _negated(text: str, start: int, ends: Sequence[int]) -> bool:
     """A negation among the three words before `start`, within the same clause (`ends`:
-    where the clause marks of `text` end, read once per utterance by the caller)."""
+    where the clause marks of `text` end, read once per utterance by the caller), or a
+    contrast right before it."""
     k = bisect_right(ends, start)  # clause marks that end at or before `start`
-    return is_negated(text, start, since=ends[k - 1] if k else 0)
+    since = ends[k - 1] if k else 0
+    if _CONTRASTED.search(text, max(since, start - 24), start):
+        return True
+    return is_negated(text, start, since=since)
 
 
 def _inside(spans: list[tuple[int, int]], start: int) -> bool:
@@ -280,14 +292,16 @@ def _extract_from_text(u: UserTurn, wf: Workflow, other_words: frozenset[str] = 
         # a name after a request cue asks for that entity, in a question too ("Do you have
         # information on the alpha - milton guest house?"), though not surely
         return (not _inside(skip, s) or (source in _SHAPE_SOURCES and _inside(what, s))
-                or _inside(searching, s) or source == "typed_name")
+                or _inside(searching, s) or source in ("typed_name", _ASKED))
 
     def add(value: str, cands: list[str], s: int, e: int, source: str,
             alternatives: tuple[str, ...] = (), confidence: float | None = None,
             narrowed: list[str] | None = None, floor: float | None = None) -> None:
         if not cands or not free(s, e, source) or _negated(text, s, clause_ends):
             return
-        if _inside(skip, s):  # in a searching question: a constraint, but not a sure one
+        if source == _ASKED:  # asked about, and the spec records what is asked: sure
+            source, floor = "categorical", max(floor or 0.0, EXACT)
+        elif _inside(skip, s):  # in a searching question: a constraint, but not a sure one
             floor = None
             confidence = min(confidence if confidence is not None else 1.0, 0.8)
         if narrowed is None:
@@ -407,7 +421,7 @@ def _categorical(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
             # "free wifi and free parking": every "free" may describe another amenity
             found_at += _later_hits(text, f, hit.end)
         for hit in found_at:
-            if not free(hit.start, hit.end):
+            if not free(hit.start, hit.end, _ASKED if spec.recorded_when_asked else ""):
                 continue
             span = (hit.start, hit.end)
             if any(s < span[1] and span[0] < e for s, e in by_span if (s, e) != span):
@@ -451,10 +465,26 @@ def _categorical(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
                 continue  # "free wifi" recorded as internet=yes
             if clause_negated(text, s):
                 continue  # "It doesn't need to have free parking": not a wish for it
-            add(value, slots, s, e, "categorical",
-                narrowed=_disambiguate(text, s, cued, wf) if len(cued) > 1 else cued)
+            narrowed = _disambiguate(text, s, cued, wf) if len(cued) > 1 else cued
+            asked = (len(narrowed) == 1 and wf.slots[narrowed[0]].recorded_when_asked
+                     and _asks_yes_no(u.sentences, s))
+            add(value, slots, s, e, _ASKED if asked else "categorical", narrowed=narrowed)
             continue
         add(value, slots, s, e, "categorical")
+
+
+# a question whose answer is yes or no: "Do they have free internet?", "Can I check if it
+# has free wifi?", "Is it cheap?"
+_YES_NO_QUESTION = re.compile(
+    r"^\s*(?:(?:and|also|so|ok|okay|great|oh|well)\s*,?\s+)?(?:do|does|did|is|are|was|were"
+    r"|can|could|will|would|has|have|should)\b|\b(?:check if|know if|wondering if|tell me if"
+    r"|whether)\b", re.IGNORECASE)
+
+
+def _asks_yes_no(sents: Sequence[Sentence], at: int) -> bool:
+    """The sentence of u_t holding offset `at` is a yes/no question."""
+    return any(st.start <= at < st.end and st.text.rstrip().endswith("?")
+               and _YES_NO_QUESTION.search(st.text) is not None for st in sents)
 
 
 def _later_hits(text: str, form: str, start: int) -> list[Found]:
@@ -541,6 +571,8 @@ def _counts(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
         if (text[s:e].lower() == "one" and i > 1 and toks[i - 1][0] == "for"
                 and toks[i - 2][0] in _SEARCH_VERBS):
             continue  # "look for one in Anaheim": an item, not a count
+        if i > 1 and toks[i - 1][0] == "the" and toks[i - 2][0] == "of":
+            continue  # "Out of the 5, how many are expensive?": the results, not people
         window = nxt + [t for t, _, _ in toks[max(0, i - 2):i]]
         hits = cues.slots_for(window)
         for slot in _compound_hits(cues, nxt[:1]):

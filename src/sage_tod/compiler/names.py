@@ -48,8 +48,9 @@ _REFUSE = re.compile(r"\b(?:no|not|n't|nt|another|different|other|instead|rather
                      re.IGNORECASE)
 
 # naming cues: what follows is a name whatever its case
-_NAMING = re.compile(r"\b(?:called|named|the name is|its name is|name of it is|it's name is)"
-                     r"\s+(?:the\s+)?", re.IGNORECASE)
+# ("Its name is called restaurant alimentum": the verb after "the name is" is no name)
+_NAMING = re.compile(r"\b(?:called|named|(?:the name is|its name is|name of it is|it's name is)"
+                     r"(?:\s+(?:called|named))?)\s+(?:the\s+)?", re.IGNORECASE)
 # requests about one place: what follows is a name when it is capitalised
 _ABOUT = re.compile(
     r"\b(?:information (?:on|about|for)|info (?:on|about)|directions to|details (?:on|about|of)"
@@ -78,6 +79,9 @@ _REPLY_WORDS = frozenset({"yes", "no", "yeah", "yep", "nope", "sure", "ok", "oka
                           "let"})
 # words that keep a span going though they are lower case ("Bed and Breakfast", "of")
 _JOINERS = frozenset({"and", "of", "the", "de", "la", "'s", "s", "&"})
+_POSSESSIVE = frozenset({"'s", "s"})
+# task words that end a name ("the Gonville hotel") but may open one a naming cue introduces
+_TASK_WORDS = frozenset({"restaurant", "hotel", "guesthouse", "attraction"})
 
 
 @dataclass(frozen=True)
@@ -91,21 +95,31 @@ class TypedName:
     confidence: float
 
 
-def _span_after(text: str, at: int, capitalised: bool) -> tuple[int, int] | None:
+def _span_after(text: str, at: int, capitalised: bool, named: bool = False
+                ) -> tuple[int, int] | None:
     """The name starting at `at`: up to the clause's end or an ending word; in mixed-case
-    text, only capitalised words (and joiners between them)."""
+    text, only capitalised words (and joiners between them). After a naming cue (`named`)
+    the name may open with a task word ("called restaurant alimentum"); elsewhere such a
+    word ends it ("the Gonville hotel")."""
     rest = _CLAUSE.split(text[at:at + _WINDOW], maxsplit=1)[0]
+    words_in = [m for m in re.finditer(r"\S+", rest)]
     end = at
     n_words = 0
-    for m in re.finditer(r"\S+", rest):
+    for k, m in enumerate(words_in):
         word = m.group(0)
         low = word.lower()
         if capitalised:
             if not word[0].isupper() and not (n_words and low in _JOINERS):
+                if (n_words and words_in[k - 1].group(0).lower() in _POSSESSIVE
+                        and low not in _END):
+                    # "People 's portraits exhibition": the capitals stop inside the name
+                    # (its head noun follows the possessive), so no part of it is the name
+                    return None
                 break
         elif n_words and low in _END:
             break
-        if low in _END and not n_words:
+        if low in _END and not n_words and not (
+                named and low in _TASK_WORDS and len(words_in) > 1):
             return None
         n_words += 1
         end = at + m.end()
@@ -143,7 +157,7 @@ def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = fro
             if len(out) >= _MAX_NAMES:
                 break
             # after a naming cue the name runs to the clause's end whatever its case
-            span = (_span_after(text, m.end(), capitalised=mixed and not naming)
+            span = (_span_after(text, m.end(), capitalised=mixed and not naming, named=naming)
                     if naming or mixed else None)
             headed = False
             if span is None and not naming:

@@ -95,7 +95,7 @@ _JUDGES = re.compile(r"^\s*(?:(?:okay|ok|yes|great|oh)\s*,?\s*)?(?:that|this|it|
 _BOOKED = re.compile(r"\b(?:booking was successful|booking is complete|successfully booked"
                      r"|i have booked|i've booked|i booked|you are booked|you're booked"
                      r"|i have reserved|i've reserved|reservation is confirmed)\b", re.IGNORECASE)
-_BOOKING_WORDS = re.compile(r"\b(?:book|reserve|reservation|booking|table for|room for)\b",
+_BOOKING_WORDS = re.compile(r"\b(?:book|reserve|reservations?|bookings?|table for|room for)\b",
                             re.IGNORECASE)
 # a capitalised span that names a street, a code or a sum, not an entity
 _NOT_AN_ENTITY = re.compile(r"\b(?:road|street|st|lane|way|avenue|ave|hill|square|park street"
@@ -112,8 +112,15 @@ _NOT_A_NAME = frozenset({"a", "an", "some", "several", "many", "one", "two", "th
                          "them", "this", "these", "those", "nothing", "none", "all", "each",
                          "available", "great", "good", "nice", "i", "to", "booked", "book",
                          "reservation", "stay", "what", "which", "who", "how", "number", "for",
-                         "shorter", "found", "located", "just", "only"})
+                         "shorter", "found", "located", "just", "only", "either", "neither",
+                         "both"})
 _NEXT_NAME = re.compile(r"\s+(?:and|or)\s+the\s+", re.IGNORECASE)
+# "I have just one place available. It is Pizza Hut Cherry Hinton.": a sentence that opens
+# with a pronoun and a capitalised span names the one entity the turn presents (mixed case
+# only: in lower case "it is located ..." and "it is pizza hut" read alike)
+_IT_IS = re.compile(r"^(?:it|that|this) (?:is|'s) (?:the |called )?(?=[A-Z])", re.IGNORECASE)
+_WEEKDAYS = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                       "sunday"})
 _MAX_OFFERS = 8  # offering phrases read per agent turn
 _TOWNS = frozenset({"cambridge", "london", "city centre", "centre"})
 _PLACEHOLDER = re.compile(r"\[[^\]]*\]")
@@ -167,6 +174,17 @@ def _clean(span: str, others: AbstractSet[str]) -> str | None:
     return None if basic(value) in others or not basic(value) else value
 
 
+def _until_stop(words: Sequence[str]) -> list[str]:
+    """The words of an offered span up to the first clause word after its first word
+    ("pizza hut cherry hinton located at ..." -> "pizza hut cherry hinton")."""
+    out: list[str] = []
+    for w in words:
+        if w.lower() in _STOP and out:
+            break
+        out.append(w)
+    return out
+
+
 def offered_names(agent: str, wf: Workflow) -> list[str]:
     """The names the agent's turn offers, in order, each once."""
     text = _PLACEHOLDER.sub(" , ", agent)
@@ -180,14 +198,7 @@ def offered_names(agent: str, wf: Workflow) -> list[str]:
         # "I have the Ashley Hotel and the Lovell Lodge": two names ("Bed and Breakfast",
         # "Hall and Grounds" are one)
         parts = _NEXT_NAME.split(rest)[:_MAX_OFFERS]
-        values = []
-        for part in parts:
-            words: list[str] = []
-            for w in part.split():
-                if w.lower() in _STOP and words:
-                    break
-                words.append(w)
-            values.append(_clean(" ".join(words), others))
+        values = [_clean(" ".join(_until_stop(part.split())), others) for part in parts]
         if len(parts) > 1 and None in values:
             continue  # "2 hotels the ashley hotel or the lovell lodge": a list half read
         for value in values:
@@ -197,6 +208,15 @@ def offered_names(agent: str, wf: Workflow) -> list[str]:
         value = _subject(sent.text, others)
         if value and not any(basic(value) in k or k in basic(value) for k in found):
             found.setdefault(basic(value), value)
+        opened = _IT_IS.match(sent.text.lstrip())
+        if opened is not None:
+            rest = _CLAUSE.split(sent.text.lstrip()[opened.end():], maxsplit=1)[0]
+            value = _clean(" ".join(_until_stop(rest.split())), others)
+            if (value and value[:1].isupper() and basic(value) not in _TOWNS
+                    and basic(value).split()[0] not in _WEEKDAYS
+                    and not _NOT_AN_ENTITY.search(value)
+                    and not any(basic(value) in k or k in basic(value) for k in found)):
+                found.setdefault(basic(value), value)
     for span in name_spans(text)[:_MAX_OFFERS]:
         value = _clean(span.text, others)
         # a capitalised span counts only as "the X" ("the Autumn House is ...")
@@ -248,12 +268,16 @@ def _lists_others(agent: str, name: str) -> bool:
         if (len(words) > 1 and all(w[:1].isupper() or w.lower() in {"and", "of", "the"}
                                    for w in words)
                 and words[0].lower() not in _NOT_A_NAME | _ANSWERS
+                and not _NOT_AN_ENTITY.search(span.text)  # "8 Norfolk Street": an address
+                and not _AT_ADDRESS.search(" ".join(span.before[-3:]))
                 and other not in key and key not in other):
             return True
     return False
 
 
 _ANSWERS = frozenset({"yes", "no", "sure", "ok", "okay", "great", "well", "yeah"})
+# the words before an address: "located at G4 Cambridge Leisure Park", "is on 8 Norfolk"
+_AT_ADDRESS = re.compile(r"\b(?:located|address|situated)\b|\d", re.IGNORECASE)
 
 
 def offered_in(agent: str, wf: Workflow, user: UserTurn | None) -> list[str]:
@@ -324,6 +348,12 @@ def find_acceptance(turn: Turn, wf: Workflow, *, user: UserTurn | None = None
         # wins: an offer is taken only for a slot nothing else fills)
         return Acceptance(slot, names[0], span[0], span[1], 0.9)
     if not proposal and not booked:
+        if (booking is not None and _RECOMMENDS.search(agent)
+                and not _lists_others(agent, names[0])):
+            # "Okay I need a reservation for Friday, 4 people at 14:15." to "I would
+            # recommend Panahar": a booking asked for right after the one entity the agent
+            # recommended books it, as after one it presented
+            return Acceptance(slot, names[0], booking.start(), booking.end(), 0.9)
         return None  # "Can you book it please?" takes "You would love the X" too
     conf = 0.9
     return Acceptance(slot, names[0], span[0], span[1], conf)

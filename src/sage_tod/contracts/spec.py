@@ -57,6 +57,10 @@ class SlotSpec(BaseModel):
     type: SlotType = "free"
     values: tuple[str, ...] = ()
     synonyms: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    # a corpus convention, off by default: a value of this slot the user asks about in a
+    # yes/no question ("Do they have free internet?") counts as stated (MultiWOZ records
+    # the amenities asked about; SGD does not)
+    recorded_when_asked: bool = False
 
     @field_validator("name")
     @classmethod

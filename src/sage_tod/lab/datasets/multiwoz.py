@@ -203,6 +203,15 @@ def completion_stats(dialogues: Mapping[str, Any], domain: str, slots: list[str]
     return CompletionStats(domain, n, fill, union)
 
 
+# other words for a price range ("fancy" is left out: "I fancy a curry" wants, it does not
+# price; "budget" is the slot's own cue word: "my budget is moderate")
+_PRICE_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "cheap": ("inexpensive", "low cost", "low-cost", "low priced"),
+    "moderate": (),
+    "expensive": ("high end", "high-end", "upscale", "pricey", "luxury", "luxurious", "posh"),
+}
+
+
 def _workflow(service: Mapping[str, Any], stats: CompletionStats, onto: Mapping[str, list[str]],
               db_keys: frozenset[str]) -> dict[str, Any]:
     domain = service["service_name"]
@@ -220,6 +229,13 @@ def _workflow(service: Mapping[str, Any], stats: CompletionStats, onto: Mapping[
                 # "free wifi" is how users say internet = yes; the states write "yes"
                 values.remove("free")
                 doc["synonyms"] = {"yes": ["free"]}
+                # MultiWOZ writes the amenity a user asks about ("Do they have free
+                # internet?" -> internet = yes: PMUL2756 turn 2)
+                doc["recorded_when_asked"] = True
+            elif set(values) == set(_PRICE_SYNONYMS):
+                # "a high end Indian restaurant" (MultiWOZ SNG0547): the price range in
+                # words the value list lacks ("moderately priced" its readers find already)
+                doc["synonyms"] = {v: list(f) for v, f in _PRICE_SYNONYMS.items() if f}
             doc["values"] = values
         slot_docs.append(doc)
     declared = dedupe(s for it in service["intents"] for s in it["required_slots"])
