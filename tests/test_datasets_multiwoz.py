@@ -117,6 +117,8 @@ def test_spec_carries_the_corpus_conventions() -> None:
     assert not hotel.slots["hotel-area"].recorded_when_asked
     price = hotel.slots["hotel-pricerange"]
     assert price.table["high end"] == "expensive" and price.table["inexpensive"] == "cheap"
+    # one letter from a common word, "pricey" would be found in "moderately priced"
+    assert "pricey" not in price.table and "posh" not in price.table
 
 
 def test_required_rule_thresholds_and_or_groups() -> None:

@@ -485,3 +485,72 @@ def test_an_amenity_asked_about_in_a_wh_question_or_negated_is_not_stated() -> N
         assert not [c for c in compile_turn(ctx) if c.failure_class is FailureClass.IUV
                     and isinstance(c.args, IUVArgs) and c.args.slot == "hotel-parking"
                     and c.args.confidence >= EXACT], user
+
+
+def _waived(turn: Turn) -> list[tuple[str, bool]]:
+    return [(a.slot, a.confidence >= EXACT) for a in _iuv(turn) if a.value == "dontcare"]
+
+
+def test_no_to_does_it_matter_waives_the_slot() -> None:
+    # SNG0767 turn 3 (all six systems): the answer says the price does not matter
+    turn = _turn("hotel", "No , it does n't . What place would you recommend ?",
+                 "There are several in the moderate price range and one that is cheap .   "
+                 "Does price matter ?")
+    assert _waived(turn) == [("hotel-pricerange", True)]
+    # to "any preference?" a bare "no" stays unsure: the corpus records it half the time
+    turn = _turn("hotel", "No . Can you recommend one ?", "Do you have a preference ?  "
+                 "Did you have a particular price range in mind ?")
+    assert _waived(turn) == [("hotel-pricerange", False)]
+
+
+def test_sparing_no_expense_waives_the_price_not_the_stars() -> None:
+    # MUL2119 turn 1: the clause names the star rating too
+    turn = _turn("hotel", "Cambridge , in the east with a 4 star rating I am sparing no "
+                 "expense .", "Did you have a particular area of town in mind ?",
+                 {"hotel-area": "east", "hotel-stars": "4"})
+    assert _waived(turn) == [("hotel-pricerange", True)]
+
+
+def test_all_i_care_about_waives_what_was_asked_not_what_was_named() -> None:
+    # MUL1898 turn 5: the agent asked for a departure time; the user names the arrival
+    turn = _turn("train", "As long as I arrive in Cambridge by 19:00 that 's all I care "
+                 "about . I do n't want to cut it too close , though .",
+                 "There are a number of trains to choose from , do you have a more specific "
+                 "departure time that would be best for you ?",
+                 {"train-arriveby": "19:00", "train-destination": "cambridge"})
+    assert _waived(turn) == [("train-leaveat", True)]
+
+
+def test_a_request_to_be_told_is_the_question_a_waiver_answers() -> None:
+    # PMUL2433 turn 3: "if you tell me what kind of cuisine ..." asks without a question
+    # mark, and "not specific on that" waives it
+    turn = _turn("restaurant", "i am not specific on that . recommend one and book for me",
+                 "There are plenty of expensive restaurants on the East side but if you tell "
+                 "me what kind of cuisine you 're interested in , I can narrow it down and "
+                 "recommend one .", {"restaurant-area": "east",
+                                     "restaurant-pricerange": "expensive"})
+    assert _waived(turn) == [("restaurant-food", True)]
+    # a time or day phrase after "on" still keeps a waiver phrase from being read
+    turn = _turn("restaurant", "any day on the weekend works .", "What day would you like ?")
+    assert _waived(turn) == []
+
+
+def test_a_reply_that_opens_with_one_of_two_offered_kinds_chooses_it() -> None:
+    # MUL1276 turn 4 (five systems): the question mark ends a request, not the choice
+    turn = _turn("hotel", "Hotel would be better , can I get a phone number for one please ?",
+                 "There is a guesthouse and hotel available which do you prefer ?",
+                 {"hotel-area": "centre"})
+    assert [(a.slot, a.value) for a in _iuv(turn)] == [("hotel-type", "hotel")]
+    # the same word deep in a question asks, it does not choose
+    turn = _turn("hotel", "I am looking for a hotel , do any of those have 2 stars ?",
+                 "There is a guesthouse and hotel available which do you prefer ?")
+    assert not [a for a in _iuv(turn) if a.slot == "hotel-type"]
+
+
+def test_getting_there_at_a_time_is_arriving() -> None:
+    # PMUL1420 turn 3 (DAMD, DoTS, LABES): asked for a departure, the user gives an arrival
+    turn = _turn("train", "whatever time that will get me there closest to 14:00 .",
+                 "What time do you need to depart ?",
+                 {"train-departure": "cambridge", "train-destination": "london kings cross"})
+    got = [(a.candidates, a.confidence >= EXACT) for a in _iuv(turn)]
+    assert got == [(("train-arriveby",), True)]

@@ -46,11 +46,20 @@ _WAIVER = re.compile(
     r"|(?:i'm|i am|we're|we are) (?:flexible|open)"
     r"|any (?:area|part of town|side of town|price|price range|pricerange|type|kind|cuisine"
     r"|food|star rating|rating|number of stars|time|day)"
-    r")\b(?! (?:after|before|by|around|between|from|until|till|at|on)\b)")
+    # "I am sparing no expense" (MultiWOZ MUL2119 turn 1): the price does not matter
+    r"|spar(?:e|ing) no expense"
+    # not before a time or day phrase ("any time after 5", "any day on the weekend"), though
+    # "I am not specific on that" waives
+    r")\b(?! (?:after|before|by|around|between|from|until|till|at)\b| on\b(?! (?:that|this|it)\b))")
+# "As long as I arrive by 19:00 that's all I care about" (MUL1898 turn 5): what the agent
+# asked about, unless the user named it, does not matter
+_ONLY_CARE = re.compile(r"\b(?:that's|that is|thats) all (?:i|we) (?:really )?care about\b")
 # a bare "no" / "not really" answering "do you have a preference?" waives the asked slot
 _BARE_NO = re.compile(r"^\s*(?:no|nope|not really|no,? not really|not particularly|none)"
                       r"\s*(?:[,.!]|$)")
 _PREFERENCE_Q = re.compile(r"\b(?:preference|prefer|particular|specific|in mind|matter)\b")
+# "Does price matter?" - "No, it doesn't.": the answer says the slot does not matter
+_MATTER_Q = re.compile(r"\b(?:does|do|would|will) (?:the |it )?[a-z ]{0,30}matter\b")
 # the waiver reaches to the end of its clause, not past a contrast or a condition
 _CLAUSE_CUT = re.compile(r"\b(?:but|as long as|so long as|though|although|just|only|however"
                          r"|except|i want|i need|i would like|i'd like|we want|we need)\b"
@@ -92,9 +101,19 @@ def _last_agent(turn: Turn) -> str:
     return history[-1].agent[-400:] if history else ""
 
 
+# an agent's request for a value put without a question mark: "if you tell me what kind of
+# cuisine you're interested in, I can narrow it down" (MultiWOZ PMUL2433 turn 3)
+_TELL_ME = re.compile(r"\b(?:tell me|let me know)\b[^.!?]*")
+
+
 def _last_questions(turn: Turn) -> str:
-    """The clauses of the agent's last turn that end in a question mark."""
-    return " ".join(m.group(0) for m in _ASKED_CLAUSE.finditer(_last_agent(turn).lower()))
+    """The clauses of the agent's last turn that end in a question mark; without one, what
+    its request to be told ("if you tell me what kind of cuisine ...") asks for."""
+    agent = _last_agent(turn).lower()
+    asked = " ".join(m.group(0) for m in _ASKED_CLAUSE.finditer(agent))
+    if asked:
+        return asked
+    return " ".join(m.group(0) for m in _TELL_ME.finditer(agent))
 
 
 _COUNTED = re.compile(r"\b(\d{1,2})\s*-?\s*([a-z]+)")
@@ -182,7 +201,7 @@ def _qualified(wf: Workflow, slots: tuple[str, ...], rest: str) -> bool:
 def find_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
     """The slots u_t waives, with the waiver's span."""
     text = _GLUED.sub("", turn.user.lower())
-    if "no" not in text and _WAIVER.search(text) is None:
+    if "no" not in text and _WAIVER.search(text) is None and _ONLY_CARE.search(text) is None:
         # no waiver phrase anywhere (a match inside a sentence is one in the whole text:
         # no sentence ends inside a phrase or before the words its look-ahead reads), and
         # every bare answer `_BARE_NO` reads opens with "no": nothing to read sentence by
@@ -209,7 +228,10 @@ def _read_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
             cut_after = _CLAUSE_CUT.search(after)
             clause = (before[cut_before:] + " " + m.group(0) + " "
                       + (after[:cut_after.start()] if cut_after else after))
-            slots = (_pointed(wf, clause, waivable) or _pointed(wf, asked, waivable)
+            # the phrase itself may name the slot ("sparing no expense": the price, though
+            # the clause names the stars too)
+            slots = (_pointed(wf, m.group(0), waivable) or _pointed(wf, clause, waivable)
+                     or _pointed(wf, asked, waivable)
                      or _alternatives(wf, _last_agent(turn), waivable))
             if not slots:
                 continue
@@ -222,14 +244,23 @@ def _read_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
             conf = 0.9
             out.append(Waiver(slots, where[m.start()], where[m.end() - 1] + 1,
                               conf if len(slots) == 1 else 0.5))
+        only = _ONLY_CARE.search(text, sent.start, sent.end)
+        if only and not out:
+            named = set(_pointed(wf, text[sent.start:only.start()], waivable))
+            slots = tuple(s for s in _pointed(wf, asked, waivable) if s not in named)
+            if slots:
+                out.append(Waiver(slots, where[only.start()], where[only.end() - 1] + 1,
+                                  0.9 if len(slots) == 1 else 0.5))
         bare = _BARE_NO.match(sent.text)  # "No, it doesn't." to "Does price matter?" too
         if bare and not out and _PREFERENCE_Q.search(asked):
             slots = _pointed(wf, asked, waivable)
             if slots:
                 s0 = sent.start + bare.start()
-                # "No." to "any preference?" waives, yet many annotations keep nothing
+                # "No." to "any preference?" waives, yet many annotations keep nothing; to
+                # "does it matter?" the answer says so
+                sure = 0.9 if _MATTER_Q.search(asked) else 0.6
                 out.append(Waiver(slots, where[s0], where[sent.start + bare.end() - 1] + 1,
-                                  0.6 if len(slots) == 1 else 0.5))
+                                  sure if len(slots) == 1 else 0.5))
     return out
 
 

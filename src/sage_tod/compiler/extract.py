@@ -538,14 +538,21 @@ def _other_value_offered(u: UserTurn, value: str, slots: list[str], wf: Workflow
     this one alone, in a sentence that asks nothing: a choice between them ("I really
     need a hotel in the west please." to "I found a guest house listing for Rosa's Bed
     and Breakfast"). A sentence with a question mark is left alone, though it loses
-    "Hotel would be better, can I get a phone number for one please?" (MUL1276 turn 4):
+    "Hotel would be better, can I get a phone number for one please?" (MUL1276 turn 4)
+    unless the reply opens with the value:
     "I'm looking for a hotel that has a star rating of 2 as well, do any of those 14
     hotels have a 2 star rating?" is no choice in the corpus (MUL1008 turn 2). The word
     must ask for a kind ("a hotel"), not name the entity at hand ("book this hotel" to
-    "Kirkwood House is a guesthouse", MultiWOZ PMUL4076 turn 1)."""
+    "Kirkwood House is a guesthouse", MultiWOZ PMUL4076 turn 1), unless the reply opens
+    with it after the agent asked a question: an answer, question or not."""
     agent = u.last_agent
     if not agent or _other_value_said(u.text, value, slots, wf):
         return False
+    if not tokens_before(u.text, at, 1) and "?" in agent[-200:]:
+        # "Hotel would be better, can I get a phone number for one please?" to "There is
+        # a guesthouse and hotel available which do you prefer?" (MUL1276 turn 4): a reply
+        # that opens with the value answers the agent's question between the two
+        return _other_value_said(agent, value, slots, wf)
     if tokens_before(u.text, at, 1) not in (["a"], ["an"]):
         return False  # "I would like to book this hotel": the entity at hand, no kind
     if any(s.start <= at < s.end and "?" in s.text for s in u.sentences):
@@ -591,6 +598,11 @@ def _counts(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
             add(n, [number_slots[0].name], s, e, "number", confidence=0.6)
 
 
+# words before a time that say it is when the user gets there
+_ARRIVAL = re.compile(r"\b(?:get|gets|getting|be|make it)\s+(?:me\s+|us\s+)?there\b",
+                      re.IGNORECASE)
+
+
 def _times(u: UserTurn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
     """Emit the clock times s_t does not hold; return the spans of those it holds."""
     time_slots = [s.name for s in wf.slots.values() if s.type == "time"]
@@ -607,6 +619,12 @@ def _times(u: UserTurn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
             recorded.append((s, e))
             continue
         cands = _disambiguate(text, s, list(time_slots), wf)
+        if len(cands) > 1:
+            k = bisect_right(u.clause_ends, s)
+            if _ARRIVAL.search(text, u.clause_ends[k - 1] if k else 0, s):
+                # "whatever time that will get me there closest to 14:00" (MultiWOZ PMUL1420
+                # turn 3): being there is arriving, whatever the preposition
+                cands = _disambiguate(text, s, list(time_slots), wf, prep_word="by")
         if any(c in held and held[c] is None for c in cands):
             recorded.append((s, e))
             continue  # a candidate holds a time this reader cannot compare

@@ -203,12 +203,14 @@ def completion_stats(dialogues: Mapping[str, Any], domain: str, slots: list[str]
     return CompletionStats(domain, n, fill, union)
 
 
-# other words for a price range ("fancy" is left out: "I fancy a curry" wants, it does not
-# price; "budget" is the slot's own cue word: "my budget is moderate")
+# other words for a price range. Left out: "fancy" ("I fancy a curry" wants, it does not
+# price), "budget" (the slot's own cue word: "my budget is moderate"), and words one letter
+# from another word, which the matcher's typo tolerance would find there ("pricey" in
+# "moderately priced", "posh" in "post code")
 _PRICE_SYNONYMS: dict[str, tuple[str, ...]] = {
     "cheap": ("inexpensive", "low cost", "low-cost", "low priced"),
     "moderate": (),
-    "expensive": ("high end", "high-end", "upscale", "pricey", "luxury", "luxurious", "posh"),
+    "expensive": ("high end", "high-end", "upscale", "luxury", "luxurious"),
 }
 
 
