@@ -554,3 +554,13 @@ def test_getting_there_at_a_time_is_arriving() -> None:
                  {"train-departure": "cambridge", "train-destination": "london kings cross"})
     got = [(a.candidates, a.confidence >= EXACT) for a in _iuv(turn)]
     assert got == [(("train-arriveby",), True)]
+
+
+def test_a_request_to_be_told_of_no_choice_is_no_question() -> None:
+    # τ-bench airline (gpt-4o) task 7: "I'm open to flights landing at either PHL or EWR"
+    # after "Please let me know when you have the reservation ID" waived the user id
+    turn = _turn("train", "I am flexible .", "Once you have decided , please let me know "
+                 "when you want to arrive and I will look .")
+    assert _waived(turn) == []
+    turn = _turn("train", "I am flexible .", "Please tell me what time you want to arrive .")
+    assert _waived(turn) == [("train-arriveby", True)]

@@ -103,7 +103,9 @@ def _last_agent(turn: Turn) -> str:
 
 # an agent's request for a value put without a question mark: "if you tell me what kind of
 # cuisine you're interested in, I can narrow it down" (MultiWOZ PMUL2433 turn 3)
-_TELL_ME = re.compile(r"\b(?:tell me|let me know)\b[^.!?]*")
+# (a choice the agent asks to be told: "let me know when you have the reservation ID"
+# asks for no preference, τ-bench airline gpt-4o task 7)
+_TELL_ME = re.compile(r"\b(?:tell me|let me know) (?:what|which|whether|if)\b[^.!?]*")
 
 
 def _last_questions(turn: Turn) -> str:
