@@ -537,14 +537,13 @@ def _other_value_offered(u: UserTurn, value: str, slots: list[str], wf: Workflow
     """The agent's last turn names another value of the slot, and the user answers with
     this one alone, in a sentence that asks nothing: a choice between them ("I really
     need a hotel in the west please." to "I found a guest house listing for Rosa's Bed
-    and Breakfast"). A sentence with a question mark is left alone, though it loses
-    "Hotel would be better, can I get a phone number for one please?" (MUL1276 turn 4)
-    unless the reply opens with the value:
-    "I'm looking for a hotel that has a star rating of 2 as well, do any of those 14
-    hotels have a 2 star rating?" is no choice in the corpus (MUL1008 turn 2). The word
-    must ask for a kind ("a hotel"), not name the entity at hand ("book this hotel" to
-    "Kirkwood House is a guesthouse", MultiWOZ PMUL4076 turn 1), unless the reply opens
-    with it after the agent asked a question: an answer, question or not."""
+    and Breakfast"). The word must ask for a kind ("a hotel"), not name the entity at
+    hand ("book this hotel" to "Kirkwood House is a guesthouse", MultiWOZ PMUL4076 turn 1),
+    and a sentence with a question mark is left alone: "I'm looking for a hotel that has a
+    star rating of 2 as well, do any of those 14 hotels have a 2 star rating?" is no
+    choice in the corpus (MUL1008 turn 2). A reply that opens with the value after the
+    agent asked a question answers it, question mark or not ("Hotel would be better, can
+    I get a phone number for one please?", MUL1276 turn 4)."""
     agent = u.last_agent
     if not agent or _other_value_said(u.text, value, slots, wf):
         return False

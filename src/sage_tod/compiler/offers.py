@@ -118,7 +118,8 @@ _NEXT_NAME = re.compile(r"\s+(?:and|or)\s+the\s+", re.IGNORECASE)
 # "I have just one place available. It is Pizza Hut Cherry Hinton.": a sentence that opens
 # with a pronoun and a capitalised span names the one entity the turn presents (mixed case
 # only: in lower case "it is located ..." and "it is pizza hut" read alike)
-_IT_IS = re.compile(r"^(?:it|that|this) (?:is|'s) (?:the |called )?(?=[A-Z])", re.IGNORECASE)
+_IT_IS = re.compile(r"^(?:it|that|this) (?:is|'s) (?:the |called )?(?=(?-i:[A-Z]))",
+                    re.IGNORECASE)
 _WEEKDAYS = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
                        "sunday"})
 _MAX_OFFERS = 8  # offering phrases read per agent turn
