@@ -564,3 +564,27 @@ def test_a_request_to_be_told_of_no_choice_is_no_question() -> None:
     assert _waived(turn) == []
     turn = _turn("train", "I am flexible .", "Please tell me what time you want to arrive .")
     assert _waived(turn) == [("train-arriveby", True)]
+
+
+def test_counts_said_without_a_cue_word() -> None:
+    # issue 23's causes; MultiWOZ val writes people = N for "all 6 of us", "the four of us"
+    def people(user: str) -> list[tuple[str, bool]]:
+        return [(a.value, a.confidence >= EXACT) for a in _iuv(_turn("restaurant", user))
+                if a.slot == "restaurant-bookpeople"]
+
+    assert people("I need tickets for all 6 of us") == [("6", True)]
+    assert people("a table for me and my wife , please") == [("2", True)]
+    # a member of the party, a subject, or a count said beside it: no party of two
+    assert people("one of us is vegetarian") == []
+    assert people("My husband and I are celebrating our anniversary") == []
+    assert people("a table for me and my wife and our 3 kids") != [("2", True)]
+
+
+def test_waivers_the_issue_lists() -> None:
+    # "no specific hour" waives the time asked about; "any price difference" waives nothing
+    turn = _turn("restaurant", "no specific hour", "What time would you like the table ?")
+    assert _waived(turn) == [("restaurant-booktime", True)]
+    turn = _turn("hotel", "It does not matter .", "Please tell me your price range .")
+    assert _waived(turn) == [("hotel-pricerange", True)]
+    turn = _turn("hotel", "I will pay for any price difference .", "")
+    assert _waived(turn) == []

@@ -39,13 +39,18 @@ _WAIVER = re.compile(
     r"(?:does|do|did|would|will)(?: not|n't|nt| nt)(?: really)? (?:matter|make a difference)"
     r"|(?:do|did)(?: not|n't|nt| nt)(?: really)? care"
     r"|no (?:particular |real |specific |strong )?(?:preference|preferences)"
+    # "no specific hour", "no particular area": the slot's own word after it
+    r"|no (?:particular|specific|set|fixed) (?:time|hour|day|date|area|part of town|location"
+    r"|price|price range|budget|cuisine|food|type|kind|star rating|rating)"
     r"|(?:not|n't|nt) (?:really )?(?:picky|particular|fussy|specific|important)"
     r"|(?:any|anything|anywhere|either|whichever|whatever)(?: one| of them| of those| time)?"
     r" (?:is|'s|would be|will be|should be|will|would|is just)? ?(?:fine|ok|okay|good|great|do"
     r"|work|works)"
     r"|(?:i'm|i am|we're|we are) (?:flexible|open)"
+    # (not "for any price difference": a sum, no slot waived)
     r"|any (?:area|part of town|side of town|price|price range|pricerange|type|kind|cuisine"
     r"|food|star rating|rating|number of stars|time|day)"
+    r"(?! (?:difference|differences|increase|change|changes|charge|charges|fee|fees)\b)"
     # "I am sparing no expense" (MultiWOZ MUL2119 turn 1): the price does not matter
     r"|spar(?:e|ing) no expense"
     # not before a time or day phrase ("any time after 5", "any day on the weekend"), though
@@ -102,10 +107,11 @@ def _last_agent(turn: Turn) -> str:
 
 
 # an agent's request for a value put without a question mark: "if you tell me what kind of
-# cuisine you're interested in, I can narrow it down" (MultiWOZ PMUL2433 turn 3)
+# cuisine you're interested in, I can narrow it down" (MultiWOZ PMUL2433 turn 3), "Please
+# tell me your price range."
 # (a choice the agent asks to be told: "let me know when you have the reservation ID"
 # asks for no preference, τ-bench airline gpt-4o task 7)
-_TELL_ME = re.compile(r"\b(?:tell me|let me know) (?:what|which|whether|if)\b[^.!?]*")
+_TELL_ME = re.compile(r"\b(?:tell me|let me know) (?:what|which|whether|if|your)\b[^.!?]*")
 
 
 def _last_questions(turn: Turn) -> str:

@@ -566,11 +566,20 @@ def _counts(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
     text = u.text
     toks = u.tokens
     cues = slot_cues(wf)
+    party = [sp.name for sp in number_slots if cues.slots_for(["people"]).get(sp.name)]
+    if len(party) == 1:
+        _couple(u, party[0], add, free)
     for i, (tok, s, e) in enumerate(toks):
         n = number_token(tok)
         if n is None or not free(s, e):
             continue
         nxt = [t for t, _, _ in toks[i + 1:i + 3]]
+        if (len(party) == 1 and nxt == ["of", "us"] and n != "1" and i > 0
+                and toks[i - 1][0] in ("all", "the", "for")):
+            # "a table for all 5 of us", "the two of us": the party itself ("one of us is
+            # vegetarian", "two of us are driving" count no party)
+            add(n, party, s, e, "number")
+            continue
         if nxt and (nxt[0] in _NOT_A_COUNT_AFTER
                     or (nxt[0] in _TIME_UNITS and set(nxt[1:2]) & _AGO)):
             continue  # "one way", "one of them", "two years ago"
@@ -595,6 +604,25 @@ def _counts(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
             # "for 3 days"/"for two nights" count no people, "a table for 4 at 7" does
             # "a table for 4": the only count slot, but no cue word: not exact
             add(n, [number_slots[0].name], s, e, "number", confidence=0.6)
+
+
+# the party of the user and one companion: "a room for me and my wife" (not "My husband
+# and I are celebrating our anniversary ...", MultiWOZ val: the search states no party)
+_RELATIVE = (r"(?:wife|husband|partner|girlfriend|boyfriend|friend|son|daughter|mother|father"
+             r"|mom|mum|dad|brother|sister|colleague|fiance|fiancee|spouse)")
+_COUPLE = re.compile(rf"\bfor (?:me|myself) and my {_RELATIVE}\b"
+                     rf"|\bfor my {_RELATIVE} and (?:me|myself)\b", re.IGNORECASE)
+
+
+def _couple(u: UserTurn, slot: str, add: _Add, free: _Free) -> None:
+    """"For me and my wife" counts two people, for the workflow's one party-size slot;
+    not in a negated clause, and only where no count is said beside it."""
+    m = _COUPLE.search(u.text)
+    if m is None or not free(m.start(), m.end()):
+        return
+    if any(number_token(t) is not None for t, _, _ in u.tokens):
+        return  # "me and my wife and our 3 kids": the count is said otherwise
+    add("2", [slot], m.start(), m.end(), "number")
 
 
 # words before a time that say it is when the user gets there
