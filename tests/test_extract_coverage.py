@@ -588,3 +588,32 @@ def test_waivers_the_issue_lists() -> None:
     assert _waived(turn) == [("hotel-pricerange", True)]
     turn = _turn("hotel", "I will pay for any price difference .", "")
     assert _waived(turn) == []
+
+
+def _cuisines(turn: Turn) -> list[str]:
+    return [e.value for e in extract_user_values(turn, _wf(turn.workflow), _spec())
+            if e.candidates == ("restaurant-food",)]
+
+
+def test_a_question_that_searches_for_a_cuisine_states_it() -> None:
+    # PMUL0276 turn 1 (DAMD), PMUL4964 turn 4 (DAMD)
+    assert _cuisines(_turn("restaurant", "Are there any Japanese restaurants in the centre of "
+                           "town ?")) == ["japanese"]
+    assert _cuisines(_turn("restaurant", "How about Italian restaurants ?", "There are no "
+                           "restaurants serving afternoon tea in the west .")) == ["italian"]
+    # PMUL3599 turn 1: "there" is no cuisine; a question about the entity states none
+    assert _cuisines(_turn("restaurant", "Are there restaurants that serve Mediterranean "
+                           "food ?")) == ["mediterranean"]
+    assert _cuisines(_turn("restaurant", "Is it an Italian restaurant ?")) == []
+
+
+def test_a_bare_reply_to_the_food_question_is_the_cuisine() -> None:
+    # PMUL4756 turn 3 (DAMD)
+    agent = ("There are a lot of possibilities , what type of food are you suddenly hungry "
+             "for ?")
+    assert _cuisines(_turn("restaurant", "British ?   My favorite .", agent)) == ["british"]
+    assert _cuisines(_turn("restaurant", "thai , please .", agent)) == ["thai"]
+    for user in ("Not really .", "Anything .", "Yes please ."):
+        assert _cuisines(_turn("restaurant", user, agent)) == [], user
+    # without the agent's food question a bare word is no cuisine
+    assert _cuisines(_turn("restaurant", "British ?", "Anything else ?")) == []

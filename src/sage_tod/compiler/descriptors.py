@@ -13,7 +13,10 @@ listed value:
   "free wifi" is read by the categorical step already (its synonym "free");
   this adds the verb forms and every mention, not only the first.
 
-Questions ("do they have free internet?") and negated phrases claim nothing.
+Questions ("do they have free internet?") and negated phrases claim nothing, except a
+question that searches for a cuisine ("How about Italian restaurants?"); a reply of one
+or two words to the agent's question about the food ("British ?", "thai , please .") is
+the cuisine.
 """
 
 from __future__ import annotations
@@ -44,10 +47,22 @@ _NOT_FOOD = frozenset({
     "authentic", "traditional", "really", "very", "little", "small", "big", "lovely",
     "interesting", "eat", "real", "quality", "top", "rated", "star", "cambridge",
     "town", "city", "anniversary", "dinner", "lunch", "breakfast", "is", "are", "more",
+    "about", "how", "there", "here",
     # a naming verb introduces the name that follows ("its name is called restaurant
     # alimentum"), never a cuisine
     "called", "named", "titled",
     })
+# a question that searches for entities with the cuisine ("How about Italian restaurants?",
+# "Are there any Japanese restaurants in the centre?"): its cuisine is a constraint
+_SEARCHES = re.compile(r"^\s*(?:(?:ok|okay|well|hmm|then)\s*,?\s+)?(?:are there(?: any)?"
+                       r"|is there(?: any| an?)?|do you have(?: any| an?)?|are any|how about"
+                       r"|what about|any)\b", re.IGNORECASE)
+# a bare answer to the agent's question about the food: "British ?" or "thai , please ."
+# to "what type of food are you hungry for?" (MultiWOZ PMUL4756 turn 3)
+_BARE_ANSWER = re.compile(r"^\s*(?:(?:maybe|perhaps|um|hmm|oh)\s*,?\s+)?([A-Za-z]+(?: [A-Za-z]+)?)"
+                          r"\s*(?:,?\s*(?:please|thanks|thank you))?\s*[.!?]?\s*$", re.IGNORECASE)
+_ASKS_FOOD = re.compile(r"\b(?:food|cuisine|cuisines)\b[^.!?]*\?|\b(?:what|which) (?:type|kind|sort)"
+                        r" of (?:food|cuisine)\b", re.IGNORECASE)
 _WANT_AMENITY = re.compile(
     r"\b(?:with|has|have|having|include|includes|including|included|offer|offers|offering"
     r"|need|needs|want|wants|require|requires|provide|provides|must have|should have)"
@@ -81,6 +96,32 @@ def clause_negated(text: str, start: int) -> bool:
     return bool(_NEGATION.search(clause)) or is_negated(text, start)
 
 
+def _bare_cuisine(turn: Turn, first: Sentence) -> tuple[str, int] | None:
+    """The cuisine a reply of one or two words gives to the agent's question about the
+    food ("British ?   My favorite ." to "what type of food are you suddenly hungry for?"),
+    with its offset; None when the agent asked no such thing or the words are no cuisine."""
+    history = turn.history or ()
+    if not history or not _ASKS_FOOD.search(history[-1].agent[-300:]):
+        return None
+    m = _BARE_ANSWER.match(first.text)
+    if m is None:
+        return None
+    words = m.group(1).split()
+    if any(w.lower() in _NOT_FOOD or w.lower() in _NOT_AN_ANSWER or _comparative(w)
+           for w in words):
+        return None
+    return m.group(1), first.start + m.start(1)
+
+
+# replies that answer but name no cuisine ("Yes.", "Anything.", "Not really.")
+_NOT_AN_ANSWER = frozenset({"yes", "no", "yeah", "nope", "sure", "ok", "okay", "anything",
+                            "any", "whatever", "none", "not", "really", "thanks", "thank",
+                            "please", "hello", "hi", "bye", "goodbye", "great", "perfect",
+                            "fine", "either", "both", "neither", "you", "it", "that", "this",
+                            "i", "me", "we", "food", "cuisine", "restaurant", "doesn", "don",
+                            "matter", "care", "preference", "surprise"})
+
+
 def _food_slots(wf: Workflow) -> list[str]:
     return [s.name for s in wf.slots.values() if s.type == "free" and not s.values
             and _FOOD_SLOT.search(f"{s.name} {s.description}")]
@@ -97,14 +138,18 @@ _SLOTS: Derived[Workflow, tuple[list[str], list[str]]] = Derived(
 
 def find_descriptors(turn: Turn, wf: Workflow, *, sents: Sequence[Sentence] | None = None
                      ) -> list[Descriptor]:
-    """Cuisines and wanted amenities stated in u_t (not in its questions); `sents`: the
-    sentences of u_t when the caller has read them (`utterance.UserTurn`)."""
+    """Cuisines and wanted amenities stated in u_t (not in its questions, except those
+    that search for a cuisine); `sents`: the sentences of u_t when the caller has read
+    them (`utterance.UserTurn`)."""
     foods, yes = _SLOTS.of(wf)
     text = turn.user
     # a phrase matched inside a sentence matches in the whole text (a sentence ends after
-    # its punctuation, or at the text's end): where none does, no sentence needs reading
-    # (`tests/test_lexicon.py` compares with `_read_descriptors`)
-    if ((not foods or (_BEFORE_HEAD.search(text) is None and _AFTER_VERB.search(text) is None))
+    # its punctuation, or at the text's end): where none does, no sentence needs reading,
+    # and a bare answer needs the agent's food question (`tests/test_lexicon.py` compares
+    # with `_read_descriptors`)
+    history = turn.history or ()
+    if ((not foods or (_BEFORE_HEAD.search(text) is None and _AFTER_VERB.search(text) is None
+                       and not (history and _ASKS_FOOD.search(history[-1].agent[-300:]))))
             and (not yes or _WANT_AMENITY.search(text) is None)):
         return []
     return _read_descriptors(turn, wf, sents)
@@ -117,10 +162,18 @@ def _read_descriptors(turn: Turn, wf: Workflow, sents: Sequence[Sentence] | None
     out: list[Descriptor] = []
     foods, yes = _SLOTS.of(wf)
     cues = slot_cues(wf)
-    for sent in (sentences(text) if sents is None else sents):
+    read = list(sentences(text) if sents is None else sents)
+    if foods and read:
+        bare = _bare_cuisine(turn, read[0])
+        if bare is not None:
+            value, start = bare
+            out.append(Descriptor(basic(value), (foods[0],), start, start + len(value),
+                                  0.8 if len(foods) == 1 else 0.5))
+    for sent in read:
         if len(out) >= 8:
             break  # a long utterance may repeat a phrase thousands of times
-        if sent.text.rstrip().endswith("?"):
+        asks = sent.text.rstrip().endswith("?")
+        if asks and not (foods and _SEARCHES.match(sent.text)):
             continue
         if foods:
             for pattern in (_BEFORE_HEAD, _AFTER_VERB):
@@ -137,7 +190,7 @@ def _read_descriptors(turn: Turn, wf: Workflow, sents: Sequence[Sentence] | None
                         continue
                     out.append(Descriptor(basic(value), (foods[0],), start, start + len(value),
                                           0.8 if len(foods) == 1 else 0.5))
-        if yes:
+        if yes and not asks:
             for m in _WANT_AMENITY.finditer(text, sent.start, sent.end):
                 if clause_negated(text, m.start()):
                     continue  # "it doesn't need to have free parking"
