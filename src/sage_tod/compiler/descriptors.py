@@ -59,10 +59,12 @@ _SEARCHES = re.compile(r"^\s*(?:(?:ok|okay|well|hmm|then)\s*,?\s+)?(?:are there(
                        r"|what about|any)\b", re.IGNORECASE)
 # a bare answer to the agent's question about the food: "British ?" or "thai , please ."
 # to "what type of food are you hungry for?" (MultiWOZ PMUL4756 turn 3)
-_BARE_ANSWER = re.compile(r"^\s*(?:(?:maybe|perhaps|um|hmm|oh)\s*,?\s+)?([A-Za-z]+(?: [A-Za-z]+)?)"
-                          r"\s*(?:,?\s*(?:please|thanks|thank you))?\s*[.!?]?\s*$", re.IGNORECASE)
-_ASKS_FOOD = re.compile(r"\b(?:food|cuisine|cuisines)\b[^.!?]*\?|\b(?:what|which) (?:type|kind|sort)"
-                        r" of (?:food|cuisine)\b", re.IGNORECASE)
+_BARE_ANSWER = re.compile(
+    r"^\s*(?:(?:maybe|perhaps|um|hmm|oh)\s*,?\s+)?([A-Za-z]+(?: [A-Za-z]+)?)"
+    r"\s*(?:,?\s*(?:please|thanks|thank you))?\s*[.!?]?\s*$", re.IGNORECASE)
+_ASKS_FOOD = re.compile(
+    r"\b(?:food|cuisine|cuisines)\b[^.!?]*\?|\b(?:what|which) (?:type|kind|sort)"
+    r" of (?:food|cuisine)\b", re.IGNORECASE)
 _WANT_AMENITY = re.compile(
     r"\b(?:with|has|have|having|include|includes|including|included|offer|offers|offering"
     r"|need|needs|want|wants|require|requires|provide|provides|must have|should have)"
