@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sage_tod.compiler.confidence import CERTAIN, LIKELY, SPLIT
 from sage_tod.compiler.cues import cue_tokens, slot_cues
 from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
@@ -170,7 +171,7 @@ def _read_descriptors(turn: Turn, wf: Workflow, sents: Sequence[Sentence] | None
         if bare is not None:
             value, start = bare
             out.append(Descriptor(basic(value), (foods[0],), start, start + len(value),
-                                  0.8 if len(foods) == 1 else 0.5))
+                                  LIKELY if len(foods) == 1 else SPLIT))
     for sent in read:
         if len(out) >= 8:
             break  # a long utterance may repeat a phrase thousands of times
@@ -191,7 +192,7 @@ def _read_descriptors(turn: Turn, wf: Workflow, sents: Sequence[Sentence] | None
                     if clause_negated(text, start):
                         continue
                     out.append(Descriptor(basic(value), (foods[0],), start, start + len(value),
-                                          0.8 if len(foods) == 1 else 0.5))
+                                          LIKELY if len(foods) == 1 else SPLIT))
         if yes and not asks:
             for m in _WANT_AMENITY.finditer(text, sent.start, sent.end):
                 if clause_negated(text, m.start()):
@@ -199,5 +200,5 @@ def _read_descriptors(turn: Turn, wf: Workflow, sents: Sequence[Sentence] | None
                 hits = cues.slots_for(cue_tokens(m.group(1)))
                 slots = tuple(s for s in yes if hits.get(s))
                 if len(slots) == 1:
-                    out.append(Descriptor("yes", slots, m.start(1), m.end(1), 0.9))
+                    out.append(Descriptor("yes", slots, m.start(1), m.end(1), CERTAIN))
     return out

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sage_tod.compiler.confidence import CERTAIN, GUESS, SPLIT
 from sage_tod.compiler.cues import cue_tokens, slot_cues, stem
 from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
@@ -249,16 +250,16 @@ def _read_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
                 # the same slot gets a preference at once, so the waiver is not claimed;
                 # "Area doesn't matter, but I'd like it moderate" waives the area
                 continue
-            conf = 0.9
+            conf = CERTAIN
             out.append(Waiver(slots, where[m.start()], where[m.end() - 1] + 1,
-                              conf if len(slots) == 1 else 0.5))
+                              conf if len(slots) == 1 else SPLIT))
         only = _ONLY_CARE.search(text, sent.start, sent.end)
         if only and not out:
             named = set(_pointed(wf, text[sent.start:only.start()], waivable))
             slots = tuple(s for s in _pointed(wf, asked, waivable) if s not in named)
             if slots:
                 out.append(Waiver(slots, where[only.start()], where[only.end() - 1] + 1,
-                                  0.9 if len(slots) == 1 else 0.5))
+                                  CERTAIN if len(slots) == 1 else SPLIT))
         bare = _BARE_NO.match(sent.text)  # "No, it doesn't." to "Does price matter?" too
         if bare and not out and _PREFERENCE_Q.search(asked):
             slots = _pointed(wf, asked, waivable)
@@ -266,9 +267,9 @@ def _read_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
                 s0 = sent.start + bare.start()
                 # "No." to "any preference?" waives, yet many annotations keep nothing; to
                 # "does it matter?" the answer says so
-                sure = 0.9 if _MATTER_Q.search(asked) else 0.6
+                sure = CERTAIN if _MATTER_Q.search(asked) else GUESS
                 out.append(Waiver(slots, where[s0], where[sent.start + bare.end() - 1] + 1,
-                                  sure if len(slots) == 1 else 0.5))
+                                  sure if len(slots) == 1 else SPLIT))
     return out
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Protocol
 
+from sage_tod.compiler.confidence import GUESS, LIKELY, SURE
 from sage_tod.compiler.cues import SlotCues, cue_tokens, domain_words, slot_cues
 from sage_tod.compiler.descriptors import clause_negated, find_descriptors
 from sage_tod.compiler.dontcare import find_waivers, waived_value
@@ -216,7 +217,7 @@ def _unqualified(text: str, candidates: list[str]) -> list[str]:
 
 def _confidence(n_candidates: int, narrowed: bool) -> float:
     if n_candidates == 1:
-        return 0.8 if narrowed else 0.95
+        return LIKELY if narrowed else SURE
     return 1.0 / n_candidates
 
 
@@ -303,7 +304,7 @@ def _extract_from_text(u: UserTurn, wf: Workflow, other_words: frozenset[str] = 
             source, floor = "categorical", max(floor or 0.0, EXACT)
         elif _inside(skip, s):  # in a searching question: a constraint, but not a sure one
             floor = None
-            confidence = min(confidence if confidence is not None else 1.0, 0.8)
+            confidence = min(confidence if confidence is not None else 1.0, LIKELY)
         if narrowed is None:
             narrowed = _disambiguate(text, s, cands, wf)
         conf = _confidence(len(narrowed), len(narrowed) < len(cands))
@@ -329,7 +330,7 @@ def _extract_from_text(u: UserTurn, wf: Workflow, other_words: frozenset[str] = 
             # the words before point at another free slot, so the slot is a guess
             others = [n for n, sp in wf.slots.items() if sp.type == "free" and n not in slots]
             pointed = _disambiguate(text, hit.start, [*slots, *others], wf) if others else slots
-            weak = 0.6 if not set(pointed) & set(slots) else None
+            weak = GUESS if not set(pointed) & set(slots) else None
             add(value, slots, hit.start, hit.end, "state", confidence=weak)
 
     # 2. categorical values and synonyms, longest surface form first
@@ -603,7 +604,7 @@ def _counts(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
               and (not nxt or nxt[0] in _AFTER_A_BARE_COUNT or number_token(nxt[0]))):
             # "for 3 days"/"for two nights" count no people, "a table for 4 at 7" does
             # "a table for 4": the only count slot, but no cue word: not exact
-            add(n, [number_slots[0].name], s, e, "number", confidence=0.6)
+            add(n, [number_slots[0].name], s, e, "number", confidence=GUESS)
 
 
 # the party of the user and one companion: "a room for me and my wife" (not "My husband
@@ -724,9 +725,9 @@ def _dates(u: UserTurn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
         # weekday, and 4/5 may be the 4th of May
         conf: float | None = EXACT if len(cands) == 1 else None
         if m.kind == "rel":
-            conf = 0.6
+            conf = GUESS
         elif m.form == "num":
-            conf = min(conf or 1.0, 0.8)
+            conf = min(conf or 1.0, LIKELY)
         add(m.text, list(date_slots), m.start, m.end, "date", narrowed=cands,
             confidence=conf, floor=conf if conf == EXACT else None)
     return recorded
@@ -763,7 +764,7 @@ def _places(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
             best = max(asked[c] for c in asked_places)
             cands = [c for c in asked_places if asked[c] == best]
             if "?" in last_agent:
-                conf = 0.8
+                conf = LIKELY
                 strong = len(cands) == 1 and m.context == "answer"
             narrowed = cands
         else:
@@ -779,7 +780,7 @@ def _places(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
         if _offered(u.turn, m.core):
             if any(c in after for c in narrowed):
                 continue
-            conf, strong = min(conf, 0.6), False
+            conf, strong = min(conf, GUESS), False
         if strong and len(narrowed) == 1:
             add(m.text, cands, m.start, m.end, "place", narrowed=narrowed, floor=EXACT)
         else:
@@ -817,7 +818,7 @@ def _demote_competing(found: list[Extraction], wf: Workflow, text: str = ""
             continue
         if len(ex.candidates) == 1 and len(per_slot[ex.candidates[0]]) > 1:
             ex = Extraction(ex.value, ex.candidates, ex.start, ex.end,
-                            min(ex.confidence, 0.6), ex.source, ex.alternatives)
+                            min(ex.confidence, GUESS), ex.source, ex.alternatives)
         out.append(ex)
     return out
 
@@ -882,7 +883,7 @@ def _people(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
         if not free(span.start, span.end, "name") or not span.before:
             continue
         prev = span.before[-1]
-        conf = 0.8 if span.words > 1 else 0.6
+        conf = LIKELY if span.words > 1 else GUESS
         if prev in {"called", "named", "titled"}:
             # "an attraction called Jesus Green Outdoor Pool": the slot that names things
             cands = _disambiguate(u.text, span.start, names, wf) if names else []
@@ -895,7 +896,7 @@ def _people(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
             cands = named or cands
         elif prev in {"with", "featuring"}:
             cands = [c for c, w in roles.items() if w & _WITH_ROLES]
-            conf = min(conf, 0.6)
+            conf = min(conf, GUESS)
         else:
             # "stars Jeff Harding", "the director Ang Lee"
             cands = [c for c, w in roles.items()
@@ -909,5 +910,5 @@ def _people(u: UserTurn, wf: Workflow, add: _Add, free: _Free) -> None:
         if _offered(u.turn, span.text):
             if any(c in after for c in cands):
                 continue
-            conf = min(conf, 0.6)
+            conf = min(conf, GUESS)
         add(span.text, cands, span.start, span.end, "name", confidence=conf, narrowed=cands)

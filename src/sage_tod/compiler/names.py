@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from sage_tod.compiler.confidence import CERTAIN, GUESS, LIKELY
 from sage_tod.compiler.cues import domain_words
 from sage_tod.compiler.lexicon import lexicon
 from sage_tod.compiler.offers import name_slot, offered_in, overlaps
@@ -185,19 +186,20 @@ def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = fro
             # a capitalised name after a naming cue is sure; after a request it is likely;
             # a lower-case span after a naming cue is a guess
             capital = value[:1].isupper()
-            conf = 0.9 if (naming and capital) or headed else 0.8 if capital or naming else 0.6
+            conf = (CERTAIN if (naming and capital) or headed
+                    else LIKELY if capital or naming else GUESS)
             if _offered(turn, value):
-                conf = 0.9  # "Let's go with the Copper Kettle" from the agent's list
+                conf = CERTAIN  # "Let's go with the Copper Kettle" from the agent's list
             out.append(TypedName(slot, value, span[0], span[1], conf))
     picked = _picked(turn, others)
     if picked is not None and basic(picked[0]) not in seen and not any(
             overlaps(h, picked[0]) for h in held):
-        out.append(TypedName(slot, picked[0], picked[1], picked[2], 0.9))
+        out.append(TypedName(slot, picked[0], picked[1], picked[2], CERTAIN))
         seen.add(basic(picked[0]))
     if not out:
         said = _said_back(u, wf, others, other_words)
         if said is not None and not any(overlaps(h, said[0]) for h in held):
-            out.append(TypedName(slot, *said, 0.9))
+            out.append(TypedName(slot, *said, CERTAIN))
     return out
 
 

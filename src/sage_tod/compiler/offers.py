@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from sage_tod.compiler.confidence import CERTAIN, GUESS
 from sage_tod.compiler.lexicon import lexicon
 from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.spec import Workflow
@@ -318,13 +319,13 @@ def find_acceptance(turn: Turn, wf: Workflow, *, user: UserTurn | None = None
         # "Sure the Autumn House is a personal favorite. Your booking was successful." -
         # "Great. What was the reference number?": the user takes the booking of the one
         # entity the agent named
-        return Acceptance(slot, names[0], span[0], span[1], 0.9)
+        return Acceptance(slot, names[0], span[0], span[1], CERTAIN)
     if not _OFFER_QUESTION.search(agent):
         if booking is not None and not _lists_others(agent, names[0]):
             # "OK, can you reserve a table for the six of us?" to "Fitzbillies Restaurant
             # meets your criteria.": a booking asked for right after one entity was
             # presented books that entity, proposed or not
-            return Acceptance(slot, names[0], booking.start(), booking.end(), 0.9)
+            return Acceptance(slot, names[0], booking.start(), booking.end(), CERTAIN)
         return None
     plain = span is not None
     if span is None:
@@ -347,23 +348,23 @@ def find_acceptance(turn: Turn, wf: Workflow, *, user: UserTurn | None = None
         # is in the east. I would be happy to book a table for you": the booking the agent
         # offered, of the one entity it named (a name u_t types instead is read first and
         # wins: an offer is taken only for a slot nothing else fills)
-        return Acceptance(slot, names[0], span[0], span[1], 0.9)
+        return Acceptance(slot, names[0], span[0], span[1], CERTAIN)
     if not proposal and not booked:
         if (booking is not None and _RECOMMENDS.search(agent)
                 and not _lists_others(agent, names[0])):
             # "Okay I need a reservation for Friday, 4 people at 14:15." to "I would
             # recommend Panahar": a booking asked for right after the one entity the agent
             # recommended books it, as after one it presented
-            return Acceptance(slot, names[0], booking.start(), booking.end(), 0.9)
+            return Acceptance(slot, names[0], booking.start(), booking.end(), CERTAIN)
         return None  # "Can you book it please?" takes "You would love the X" too
-    conf = 0.9
+    conf = CERTAIN
     return Acceptance(slot, names[0], span[0], span[1], conf)
 
 
 # a reply that names the entity back ("The Oak Bistro sounds fabulous. Can I get a table
 # there?") takes it, though no assent opens it; only S2 decides it (a question about the
 # place, "Is the Oak Bistro expensive?", names it too)
-NAMED_BACK_CONFIDENCE = 0.6
+NAMED_BACK_CONFIDENCE = GUESS
 
 
 def _named_back(turn: Turn, name: str, wf: Workflow, slot: str,
