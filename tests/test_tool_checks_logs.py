@@ -704,3 +704,28 @@ def test_my_return_flight_names_a_leg_not_a_round_trip(tmp_path: Path) -> None:
     assert vs, "the record gave no turns"
     assert not [c for v in vs.values() for c in v.criteria
                 if c.id.startswith("IUV:flight-type")]
+
+
+def _task(task_id: str) -> dict[str, Any]:
+    doc = json.loads(WHISSLE.read_text())
+    sim = next(s for s in doc["simulations"] if str(s["task_id"]) == task_id)
+    return {"simulations": [sim], "tasks": [], "info": doc.get("info", {})}
+
+
+@needs_data
+def test_the_cheapest_among_the_flights_within_the_users_times_holds(tmp_path: Path) -> None:
+    """whissle task 29: "I prefer early flights that arrive before 7 am at the destination
+    ... the cheapest Economy options". HAT263 ($109) is cheaper than the committed HAT169
+    ($171) but lands at 17:00: no choice this user asked for."""
+    c = next(c for c in _booking_turn(_verdicts(_task("29"), tmp_path)).criteria
+             if c.id == CID)
+    assert c.decision.value == "false"
+    assert "within the times the user stated" in c.rationale and "7 am" in c.rationale
+    # without the limit the cheaper flight is a better choice, and the criterion fires
+    doc = _task("29")
+    for m in doc["simulations"][0]["messages"]:
+        if m["role"] == "user" and m.get("content"):
+            m["content"] = m["content"].replace(
+                "I prefer early flights that arrive before 7 am at the destination. ", "")
+    c = next(c for c in _booking_turn(_verdicts(doc, tmp_path)).criteria if c.id == CID)
+    assert c.decision.value == "true" and "HAT263" in c.rationale

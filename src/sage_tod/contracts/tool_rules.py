@@ -99,7 +99,9 @@ class ToolPreference(BaseModel):
     options that could have been chosen. With `over: option` the key is evaluated once
     for the whole option, `option` bound to its records in order (a travel time runs from
     the first departure to the last arrival, layovers included). `rank` n asks for the
-    option with the n-th lowest distinct key ("the second cheapest": `rank: 2`).
+    option with the n-th lowest distinct key ("the second cheapest": `rank: 2`). `times`
+    names the fields of an option's departure and arrival; an option outside the time
+    limits the user stated is no choice they asked for.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -118,6 +120,11 @@ class ToolPreference(BaseModel):
     rank: int = Field(default=1, ge=1, le=5)
     available: str | None = None
     message: str = ""
+    # the record fields that hold an option's clock times ("06:00:00", "02:00:00+1"): the
+    # departure of its first record and the arrival of its last. The limits the user
+    # stated ("arrive before 7 am", `compiler.time_limits`) then decide which options
+    # count: a cheaper flight that lands at 17:00 is no better choice for that user
+    times: dict[Literal["arrive", "depart"], str] = Field(default_factory=dict)
 
 
 class RuleSyntaxError(ValueError):

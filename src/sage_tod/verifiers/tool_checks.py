@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
+from sage_tod.compiler.time_limits import TimeLimit, clock_minutes, stated_time_limits
 from sage_tod.compiler.tool_calls import (
     CallSite,
     Declined,
@@ -883,6 +884,18 @@ def _option_key(pref: ToolPreference, option: Option, bindings: Mapping[str, Any
     return total, available, ""
 
 
+def _within(pref: ToolPreference, option: Option, limits: Sequence[TimeLimit]) -> bool:
+    """The option keeps every time limit the user stated ("arrive before 7 am"): its first
+    record's departure, its last record's arrival (`ToolPreference.times`). A time the
+    option does not give is no reason to drop it."""
+    for lim in limits:
+        rec = option[-1] if lim.event == "arrive" else option[0]
+        at = clock_minutes(rec.get(pref.times[lim.event]))
+        if at is not None and not lim.admits(at):
+            return False
+    return True
+
+
 def _describe(pref: ToolPreference, option: Option) -> str:
     return " + ".join(" ".join(leaf_text(r.get(f)) for f in pref.same if f in r) for r in option)
 
@@ -906,6 +919,8 @@ def _preference(a: IUVArgs, ctx: TurnContext, pref_id: str) -> Decision:
         return any(all(f in it and _same(rec.get(f), leaf_text(it[f])) for f in pref.same)
                    for it in items)
 
+    limits = ([lim for lim in stated_time_limits(u.text for u in view.users)
+               if lim.event in pref.times] if pref.times else [])
     groups: dict[str, list[tuple[PriorCall, Option]]] = {}
     for p in view.prior:
         if p.call.name in pref.options:
@@ -924,10 +939,12 @@ def _preference(a: IUVArgs, ctx: TurnContext, pref_id: str) -> Decision:
             return Decision.abstain(f"preference {pref.id!r}: the committed option's key "
                                     f"cannot be evaluated ({why})")
         checked += 1
-        # the available options by key; the one the user asked for is the one at the
-        # rank-th lowest distinct key (the committed option's own key among them)
+        # the available options by key, within the time limits the user stated; the one
+        # the user asked for is the one at the rank-th lowest distinct key (the committed
+        # option's own key among them)
         keyed = [(k, p, o) for p, o in opts
-                 for k, ok, _ in [_option_key(pref, o, bindings)] if k is not None and ok]
+                 for k, ok, _ in [_option_key(pref, o, bindings)] if k is not None and ok
+                 and _within(pref, o, limits)]
         distinct = sorted({round(k, 6) for k, _, _ in keyed} | {round(cost, 6)})
         if distinct.index(round(cost, 6)) == pref.rank - 1:
             continue
@@ -953,11 +970,14 @@ def _preference(a: IUVArgs, ctx: TurnContext, pref_id: str) -> Decision:
     if not checked:
         return Decision.abstain(f"preference {pref.id!r}: the committed {pref.items} are in no "
                                 f"result of {', '.join(pref.options)}")
+    within = (" within the times the user stated (" + ", ".join(
+        f"{lim.event} {'by' if lim.bound == 'upper' else 'from'} {lim.text[lim.start:lim.end]}"
+        for lim in limits) + ")") if limits else ""
     if pref.rank == 1:
-        return Decision(Outcome.FALSE, 1.0, f"no available option the reads listed has a "
-                        f"lower {pref.id} key than the committed one")
+        return Decision(Outcome.FALSE, 1.0, f"no available option the reads listed{within} "
+                        f"has a lower {pref.id} key than the committed one")
     return Decision(Outcome.FALSE, 1.0, f"the committed option has the {pref.id} key the "
-                    "user asked for among the available options the reads listed")
+                    f"user asked for among the available options the reads listed{within}")
 
 
 def _user_named(view: ToolView, option: Option, pref: ToolPreference) -> Span | None:
