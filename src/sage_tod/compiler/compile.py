@@ -81,9 +81,12 @@ def _holds(ctx: TurnContext, slot: str, readings: tuple[str, ...]) -> bool:
     if any(spec.normalize(value) == spec.normalize(r) for r in readings):
         return True
     # free text and dates are recorded in many spellings: "Monday next week" holds
-    # "Monday", "Fresno" holds "Fresno, CA"
+    # "Monday", "Fresno" holds "Fresno, CA"; free text with a slip too ("portugese"
+    # holds the user's "Portuguese", MultiWOZ SNG01608)
+    fuzzy = spec.type == "free"
     return spec.type in {"free", "date"} and any(
-        find_value(value, r, spec) is not None or find_value(r, value, spec) is not None
+        find_value(value, r, spec, fuzzy) is not None
+        or find_value(r, value, spec, fuzzy) is not None
         for r in readings)
 
 
