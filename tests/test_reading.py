@@ -163,3 +163,51 @@ def test_near_name_screen_is_necessary(text: str, name: list[str]) -> None:
     centre, "guesthouse" as guest house)."""
     if not match._may_be_similar(token_text(text), name):
         assert match._similar_spans(text, name) == [], (text, name)
+
+
+_DATE_WORDS = ["march", "mar", "sept", "the", "12th", "12", "3rd", "of", "this", "next",
+               "month", "first", "second", "twenty", "fifth", "thirtieth", "may", "2019-03-12",
+               "3/12", "today", "tomorrow", "weekend", "day", "after", "friday", "week",
+               "people", "i", "come", ",", "june", "in", "dec"]
+date_texts = st.lists(st.sampled_from(_DATE_WORDS), min_size=0, max_size=10).map(" ".join)
+
+
+def test_every_ordinal_word_holds_a_needle() -> None:
+    from sage_tod.text import dates
+
+    assert all(any(n in w for n in dates._ORDINAL_NEEDLES) for w in dates._ORDINAL_WORDS)
+    assert all(any(n in m for n in dates._MONTH_NEEDLES) for m in dates.MONTHS)
+
+
+@settings(max_examples=600, deadline=None)
+@given(date_texts)
+@example("the first of march")
+@example("march the twenty-first, 2019")
+@example("next friday or the day after tomorrow")
+def test_date_screens_are_necessary(text: str) -> None:
+    """A pattern `find_dates` skips by its screen (`dates._may_match`) matches nothing."""
+    from sage_tod.text import dates
+
+    folded = fold(text)
+    for kind, pat in dates._PATTERNS:
+        if not dates._may_match(kind, folded):
+            assert pat.search(folded) is None, (kind, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, values, st.booleans())
+def test_a_shared_query_answers_as_a_fresh_one(text: str, value: str, fuzzy: bool) -> None:
+    """`match.value_query` hands out one prepared query per value and slot: it finds what
+    a query prepared for this call finds, before and after other texts were read."""
+    for slot in (None, *_SLOTS):
+        shared = match.value_query(value, slot, fuzzy)
+        assert match.value_query(value, slot, fuzzy) is shared
+        assert shared.find(text) == match.ValueQuery(value, slot, fuzzy).find(text)
+
+
+def test_a_query_is_never_shared_between_slots() -> None:
+    """Two slot objects never share a query, though their values are equal strings."""
+    a = SlotSpec(name="hotel-bookpeople", type="number")
+    b = SlotSpec(name="hotel-name")
+    assert match.value_query("2", a) is not match.value_query("2", b)
+    assert match.value_query("2", a).number == "2" and match.value_query("2", b).number is None

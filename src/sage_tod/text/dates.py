@@ -149,6 +149,38 @@ def _key(kind: str, m: re.Match[str]) -> str | None:
     return None
 
 
+# Necessary conditions, one per pattern: a text that fails its kind's test holds no match
+# of that pattern (so skipping it changes nothing, the patterns' spans included). Every
+# month alternative of `_MONTH_RE` contains its three-letter abbreviation ("sept",
+# "september": "sep"); every weekday ends in "day"; a day of the month (`_DAY_RE`) is a
+# digit or an ordinal word, and every ordinal word holds "th", "first" or "second".
+_MONTH_NEEDLES = tuple(sorted({m[:3] for m in MONTHS}))
+_ORDINAL_NEEDLES = ("th", "first", "second")  # tests/test_reading.py checks every word
+
+
+_DIGIT = re.compile(r"\d")  # what the patterns' `\d` reads
+
+
+def _has_digit(folded: str) -> bool:
+    return _DIGIT.search(folded) is not None
+
+
+def _may_match(kind: str, folded: str) -> bool:
+    """False only when pattern `kind` of `_PATTERNS` cannot match `folded`."""
+    if kind in ("iso", "num"):
+        return _has_digit(folded)
+    if kind == "wd":
+        return "day" in folded
+    if kind == "rel":
+        return "day" in folded or "tomorrow" in folded or "weekend" in folded
+    day = _has_digit(folded) or any(n in folded for n in _ORDINAL_NEEDLES)
+    if kind in ("md", "dm"):
+        return day and any(n in folded for n in _MONTH_NEEDLES)
+    if kind == "dom":
+        return day and "month" in folded
+    return day  # "the"
+
+
 @memo_list(maxsize=4096)
 def find_dates(text: str) -> list[DateMention]:
     """Dates stated in `text`, earliest first, without overlaps (longest reading wins).
@@ -159,6 +191,8 @@ def find_dates(text: str) -> list[DateMention]:
     found: list[DateMention] = []
     taken = Taken()  # the spans of `found`
     for kind, pat in _PATTERNS:
+        if not _may_match(kind, folded):
+            continue
         for m in pat.finditer(folded):
             s, e = m.start(), m.end()
             if taken.overlaps(s, e):  # O(log n), not a scan (long texts)
