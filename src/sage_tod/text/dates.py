@@ -165,20 +165,28 @@ def _has_digit(folded: str) -> bool:
     return _DIGIT.search(folded) is not None
 
 
+def _kinds_possible(folded: str) -> frozenset[str]:
+    """The kinds of `_PATTERNS` that may match `folded`: a kind left out cannot."""
+    out: set[str] = set()
+    digit = _DIGIT.search(folded) is not None
+    if digit:
+        out.update(("iso", "num"))
+    if "day" in folded:
+        out.update(("wd", "rel"))
+    elif "tomorrow" in folded or "weekend" in folded:
+        out.add("rel")
+    if digit or "th" in folded or "first" in folded or "second" in folded:
+        out.add("the")
+        if "month" in folded:
+            out.add("dom")
+        if any(n in folded for n in _MONTH_NEEDLES):
+            out.update(("md", "dm"))
+    return frozenset(out)
+
+
 def _may_match(kind: str, folded: str) -> bool:
     """False only when pattern `kind` of `_PATTERNS` cannot match `folded`."""
-    if kind in ("iso", "num"):
-        return _has_digit(folded)
-    if kind == "wd":
-        return "day" in folded
-    if kind == "rel":
-        return "day" in folded or "tomorrow" in folded or "weekend" in folded
-    day = _has_digit(folded) or any(n in folded for n in _ORDINAL_NEEDLES)
-    if kind in ("md", "dm"):
-        return day and any(n in folded for n in _MONTH_NEEDLES)
-    if kind == "dom":
-        return day and "month" in folded
-    return day  # "the"
+    return kind in _kinds_possible(folded)
 
 
 @memo_list(maxsize=4096)
@@ -190,8 +198,11 @@ def find_dates(text: str) -> list[DateMention]:
         folded = text.lower()
     found: list[DateMention] = []
     taken = Taken()  # the spans of `found`
+    possible = _kinds_possible(folded)
+    if not possible:
+        return []
     for kind, pat in _PATTERNS:
-        if not _may_match(kind, folded):
+        if kind not in possible:
             continue
         for m in pat.finditer(folded):
             s, e = m.start(), m.end()
