@@ -158,6 +158,8 @@ def _dropped(ctx: TurnContext) -> list[Criterion]:
     ignored, and nothing is compiled.
     """
     out: list[Criterion] = []
+    if not any(ch.new is None and ch.old is not None for ch in ctx.diff):
+        return out  # s_t drops nothing (most turns): no need to read u_t
     user = ctx.turn.user
     if _RETRACTION.search(user):
         return out

@@ -277,7 +277,23 @@ def _negated(text: str, start: int) -> bool:
     clause_start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, start)), default=0)
     if _BOUND.search(fold(text[max(clause_start, start - 30):start])):
         return False
+    if clause_start == 0:
+        return is_negated(text, start)
+    if text.isascii() and text[clause_start - 1] in _TOKENLESS_ENDS:
+        # the same tokens as the clause's own string (proof at `_TOKENLESS_ENDS`), read
+        # from the text's tokens instead of tokenising a new string for every mention
+        return is_negated(text, start, since=clause_start)
     return is_negated(text[clause_start:], start - clause_start)
+
+
+# Clause ends that no token holds. An ASCII text's tokens are the token pattern's
+# matches in its lowercase, and that pattern has no look-behind: where no token runs
+# across the clause start (it is right after one of these), the text's tokens that
+# begin at or after it are the clause string's tokens, shifted. `is_negated` with
+# `since` keeps exactly those of the last six before `start`; the last six of the
+# clause's own are the same tokens. ":" is left out ("10:30" is one token), and so are
+# the word clause ends ("but:30" would be one).
+_TOKENLESS_ENDS = frozenset(",.;!?")
 
 
 def find_support(ctx: TurnContext, slot: str, value: str) -> Span | None:
