@@ -211,3 +211,18 @@ def test_a_query_is_never_shared_between_slots() -> None:
     b = SlotSpec(name="hotel-name")
     assert match.value_query("2", a) is not match.value_query("2", b)
     assert match.value_query("2", a).number == "2" and match.value_query("2", b).number is None
+
+
+def test_an_article_form_needs_no_needle_of_its_own() -> None:
+    """A name's form with its article ("the cambridge artworks") is found only where the
+    form without it has a needle: the article is no needle, and the texts still read."""
+    name = _SLOTS[0]
+    query = match.ValueQuery("the cambridge artworks", name, fuzzy=True)
+    assert "the" not in query.plan.needles()
+    for text in ("the cambridge artworks please", "the cambrige artworks",
+                 "at thecambridgeartworks", "the cambridge artwork", "to the cmabridge artworks"):
+        assert not _fresh(text).indexed
+        screened = query.find(text)
+        match.reading(text).index()
+        assert screened and query.find(text) == screened, text
+    assert query.find("the museum, then the college") == []

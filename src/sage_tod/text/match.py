@@ -431,8 +431,15 @@ def _needles(forms: tuple[tuple[str, ...], ...], *, typo_able: bool, graded: boo
     ("cheaper").
     """
     out: dict[str, None] = {}
+    present = set(forms)
     for f in forms:
         if not f:
+            continue
+        if len(f) > 1 and f[0] in _ARTICLES and f[1:] in present:
+            # "the copper kettle" beside "copper kettle": the article is never a typo (too
+            # short), so a text holding the longer form, exactly, with a typo in a later
+            # word or as one token ("thecopperkettle"), holds a needle of the shorter one
+            # too; "the" itself, in nearly every utterance, would screen out nothing
             continue
         words = [f[0]]
         if len(f) > 1:
@@ -452,6 +459,9 @@ def _needles(forms: tuple[tuple[str, ...], ...], *, typo_able: bool, graded: boo
     return tuple(out)
 
 
+_ARTICLES = frozenset({"the", "a", "an"})  # the articles `_match_forms` strips off a name
+
+
 def _number_needles(n: str) -> tuple[str, ...]:
     """Strings one of which `token_text(t)` contains where a token of t reads as the
     count n (`number_token`): n's digits (a digit token is n after leading zeros, or a
@@ -464,7 +474,7 @@ def _match_forms(written: tuple[str, ...], free: bool) -> tuple[tuple[str, ...],
     "centre")."""
     forms = [basic_tokens(f) for f in written]
     if free:  # "the Lensfield Hotel" is stated by "Lensfield Hotel" too
-        forms += [f[1:] for f in forms if len(f) > 1 and f[0] in {"the", "a", "an"}]
+        forms += [f[1:] for f in forms if len(f) > 1 and f[0] in _ARTICLES]
         forms += _ampersand_forms(forms)
     forms = [[t for t in f if t != "s"] or f for f in forms]  # possessives, as in the text
     # tuples: the memo hands the same forms to every caller, so they must not change
