@@ -168,6 +168,11 @@ class _AgentTables:
 _TABLES: Derived[Workflow, _AgentTables] = Derived("detect.agent_tables", _AgentTables.build)
 
 
+def agent_tables(wf: Workflow) -> _AgentTables:
+    """The workflow's agent-turn tables, built the first time they are asked for."""
+    return _TABLES.of(wf)
+
+
 def _names_a_value(sentence: str, slot: str, wf: Workflow) -> bool:
     forms = _TABLES.of(wf).value_forms.get(slot)
     if not forms:

@@ -28,14 +28,14 @@ from sage_tod.contracts.criteria import (
     UVArgs,
     WNFArgs,
 )
-from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.spec import SpecBundle, Workflow
 from sage_tod.text.booleans import is_dontcare
 from sage_tod.text.match import find_dontcare, is_negated, value_query
 from sage_tod.text.normalize import basic_tokens, fold
 from sage_tod.text.numbers import read_number
 from sage_tod.text.times import find_times, has_unread_clock, normalize_time
 from sage_tod.verifiers.base import Item
-from sage_tod.verifiers.roles import Role, other_domain, other_role
+from sage_tod.verifiers.roles import Role, other_domain, other_role, workflow_words
 from sage_tod.verifiers.tool_checks import decide_tool_iuv, decide_tool_pc, decide_tool_uv
 
 PcState = Literal["after", "before"]
@@ -72,6 +72,12 @@ class SymbolicVerifier:
         `_time_nowhere` reads it for every criterion."""
         return {"pc_state": self.pc_state, "wnf_state": self.wnf_state,
                 "times": os.environ.get("SAGE_TOD_S1_TIMES", "1") != "0"}
+
+    def prepare_spec(self, spec: SpecBundle) -> None:
+        """Build the role tables S1 reads for every workflow of `spec` (`verifiers.roles`),
+        as the first turn would; the `Evaluator` calls it when it is built."""
+        for wf in spec.workflows.values():
+            workflow_words(wf)
 
     def accepts(self, criterion: Criterion) -> bool:
         return isinstance(criterion.args, UVArgs | IUVArgs | WNFArgs | PCArgs)
