@@ -226,3 +226,26 @@ def test_an_article_form_needs_no_needle_of_its_own() -> None:
         match.reading(text).index()
         assert screened and query.find(text) == screened, text
     assert query.find("the museum, then the college") == []
+
+
+_TIME_WORDS = ["at", "by", "half", "past", "quarter", "to", "seven", "one", "twelve", "phone",
+               "someone", "6", "10", "12", "30", "6:30", "in", "the", "evening", "morning",
+               "tonight", "night", "afternoon", "o'clock", "pm", "a.m.", "for", "3", "people",
+               "leave", "around", "fifteen", "forty", "five", ",", "."]
+time_texts = st.lists(st.sampled_from(_TIME_WORDS), min_size=0, max_size=10).map(" ".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(time_texts)
+@example("half past 6")
+@example("2 in the afternoon")
+@example("leave at seven fifteen")
+def test_time_reader_screens_are_necessary(text: str) -> None:
+    """`find_times` skips `_word_times` without an hour word and `_bare_hours` without a
+    word of `_PREFIX_RE` / `_SUFFIX_RE`: each then reads nothing."""
+    folded = fold(text)
+    if not times._HOUR_WORD.search(folded):
+        assert times._word_times(folded) == []
+    if not any(w in folded for w in times._BARE_HOUR_NEEDLES):
+        found = times._digit_times(folded) + times._word_times(folded)
+        assert times._bare_hours(folded, found) == []
