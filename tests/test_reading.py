@@ -55,7 +55,7 @@ def _fresh(text: str) -> match.Reading:
 @given(texts, values, st.booleans())
 def test_a_screened_text_reads_as_an_indexed_one(text: str, value: str, fuzzy: bool) -> None:
     """The screen only skips work: the answer for a text nothing has tokenised yet is the
-    answer once its index is built (the screen is off for an indexed reading)."""
+    answer once its index is built, and the answer with the screen off."""
     for slot in (None, *_SLOTS):
         query = match.ValueQuery(value, slot, fuzzy)
         assert not _fresh(text).indexed
@@ -63,6 +63,15 @@ def test_a_screened_text_reads_as_an_indexed_one(text: str, value: str, fuzzy: b
         match.reading(text).index()
         assert query.find(text) == screened, (text, value, slot and slot.name)
         assert match.find_values(text, value, slot, fuzzy) == screened
+        assert _unscreened(query).find(text) == screened, (text, value, slot and slot.name)
+
+
+def _unscreened(query: match.ValueQuery) -> match.ValueQuery:
+    """`query` with a screen every text passes (the empty needle is in every string)."""
+    open_plan = match._Plan(query.plan.forms, query.plan.typo_able, query.plan.graded)
+    open_plan._needles = ("",)
+    query.plan = open_plan
+    return query
 
 
 @settings(max_examples=500, deadline=None)

@@ -351,7 +351,7 @@ class ValueQuery:
             # the value as written where no time is read ("for 7 in the evening", where
             # "for 7" may count), but not "01:15" inside "01:15 pm"
             r = reading(text)
-            if not r.indexed and not any(n in r.folded for n in self.plan.needles()):
+            if not any(n in r.folded for n in self.plan.needles()):
                 return []
             return [Found(a, b, t) for a, b in _iter_tokens(r, self.plan.forms[0])
                     if not any(tm.start < b and a < tm.end for tm in mentions)]
@@ -382,9 +382,10 @@ class ValueQuery:
         r = reading(text)
         # the screen: a text holding no needle holds no form, typo or graded form, and no
         # near-name window when its string is too far from the name (`_may_be_similar`):
-        # it is ruled out on its string, never tokenised. A text already indexed costs
-        # lookups only
-        if not r.indexed and not any(n in r.folded for n in self.plan.needles()) and (
+        # it is ruled out on its string, never tokenised. The screen holds for a text
+        # already indexed too (the user's turn, which the extractor read): there it
+        # spares the fuzzy pass, which compares every token of the text with the form
+        if not any(n in r.folded for n in self.plan.needles()) and (
                 not self.similar or not _may_be_similar(r.folded, self.similar)):
             return []
         forms = self.plan.forms
