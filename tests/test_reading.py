@@ -203,24 +203,6 @@ def test_date_screens_are_necessary(text: str) -> None:
             assert pat.search(folded) is None, (kind, text)
 
 
-@settings(max_examples=300, deadline=None)
-@given(texts, values, st.booleans())
-def test_a_shared_query_answers_as_a_fresh_one(text: str, value: str, fuzzy: bool) -> None:
-    """`match.value_query` hands out one prepared query per value and slot: it finds what
-    a query prepared for this call finds, before and after other texts were read."""
-    for slot in (None, *_SLOTS):
-        shared = match.value_query(value, slot, fuzzy)
-        assert match.value_query(value, slot, fuzzy) is shared
-        assert shared.find(text) == match.ValueQuery(value, slot, fuzzy).find(text)
-
-
-def test_a_query_is_never_shared_between_slots() -> None:
-    """Two slot objects never share a query, though their values are equal strings."""
-    a = SlotSpec(name="hotel-bookpeople", type="number")
-    b = SlotSpec(name="hotel-name")
-    assert match.value_query("2", a) is not match.value_query("2", b)
-    assert match.value_query("2", a).number == "2" and match.value_query("2", b).number is None
-
 
 def test_an_article_form_needs_no_needle_of_its_own() -> None:
     """A name's form with its article ("the cambridge artworks") is found only where the

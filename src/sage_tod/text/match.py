@@ -229,30 +229,7 @@ def find_values(text: str, value: str, slot: SlotLike | None, fuzzy: bool = Fals
     """
     if not text or not value:
         return []
-    return value_query(value, slot, fuzzy).find(text)
-
-
-# (value, id(slot), fuzzy) -> (slot, its prepared query): the slot is kept with its query,
-# so its id cannot be reused by another slot while the entry lives
-_QUERIES: dict[tuple[str, int, bool], tuple[SlotLike | None, ValueQuery]] = {}
-_QUERIES_MAX = 8192
-
-
-def value_query(value: str, slot: SlotLike | None, fuzzy: bool = False) -> ValueQuery:
-    """`ValueQuery(value, slot, fuzzy)`, prepared once per value and slot (bounded): the
-    same state values are looked for turn after turn of a dialogue, by the extractor
-    (values s_t records) and by S1 (every value Δ_t writes). A query holds no state a
-    lookup changes (its screen is worked out once and kept), so sharing it changes no
-    answer."""
-    key = (value, id(slot), fuzzy)
-    got = _QUERIES.get(key)
-    if got is not None and got[0] is slot:
-        return got[1]
-    if len(_QUERIES) >= _QUERIES_MAX:
-        _QUERIES.clear()
-    q = ValueQuery(value, slot, fuzzy)
-    _QUERIES[key] = (slot, q)
-    return q
+    return ValueQuery(value, slot, fuzzy).find(text)
 
 
 class _Plan:

@@ -30,7 +30,7 @@ from sage_tod.contracts.criteria import (
 )
 from sage_tod.contracts.spec import SpecBundle, Workflow
 from sage_tod.text.booleans import is_dontcare
-from sage_tod.text.match import find_dontcare, is_negated, value_query
+from sage_tod.text.match import ValueQuery, find_dontcare, is_negated
 from sage_tod.text.normalize import basic_tokens, fold
 from sage_tod.text.numbers import read_number
 from sage_tod.text.times import find_times, has_unread_clock, normalize_time
@@ -238,7 +238,7 @@ def slot_support(ctx: TurnContext, slot: str, value: str) -> Support:
     boolean = value.strip().lower() in ("yes", "no", "true", "false")
     turn = _turn_texts(ctx)
     same_again = turn.same_again
-    query = value_query(value, spec, fuzzy=True)  # prepared once for every utterance
+    query = ValueQuery(value, spec, fuzzy=True)  # prepared once for every utterance
     misplaced: list[tuple[Span, Role]] = []
     for source, index, text in turn.sources:
         if source == "history.agent" and index is not None and turn.declined(index):
