@@ -156,13 +156,7 @@ def _key(kind: str, m: re.Match[str]) -> str | None:
 # digit or an ordinal word, and every ordinal word holds "th", "first" or "second".
 _MONTH_NEEDLES = tuple(sorted({m[:3] for m in MONTHS}))
 _ORDINAL_NEEDLES = ("th", "first", "second")  # tests/test_reading.py checks every word
-
-
 _DIGIT = re.compile(r"\d")  # what the patterns' `\d` reads
-
-
-def _has_digit(folded: str) -> bool:
-    return _DIGIT.search(folded) is not None
 
 
 def _kinds_possible(folded: str) -> frozenset[str]:
@@ -175,7 +169,7 @@ def _kinds_possible(folded: str) -> frozenset[str]:
         out.update(("wd", "rel"))
     elif "tomorrow" in folded or "weekend" in folded:
         out.add("rel")
-    if digit or "th" in folded or "first" in folded or "second" in folded:
+    if digit or any(n in folded for n in _ORDINAL_NEEDLES):
         out.add("the")
         if "month" in folded:
             out.add("dom")
