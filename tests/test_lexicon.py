@@ -211,3 +211,22 @@ def test_the_descriptor_screen_is_exercised() -> None:
     """Some workflow of the spec has a food slot and some a yes/no one."""
     assert any(descriptors._SLOTS.of(wf)[0] for wf in _WFS)
     assert any(descriptors._SLOTS.of(wf)[1] for wf in _WFS)
+
+
+_CONFIRM_TEXT = st.lists(st.sampled_from([
+    "i", "we", "have", "'ve", "now", "booked", "reserved", "confirmed", "scheduled", "arranged",
+    "made", "is", "are", "has", "been", "booking", "reservation", "order", "successful",
+    "complete", "done", "placed", "reference", "confirmation", "number", "code", "#", "you're",
+    "you", "all", "set", "taken", "care", "of", "good", "to", "go", "on", "its", "it's", "way",
+    "i'll", "will", "go", "ahead", "and", "book", "reserve", "going", "the", "table", "."]),
+    min_size=0, max_size=10).map(" ".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(_CONFIRM_TEXT)
+def test_confirmation_word_screen_is_necessary(text: str) -> None:
+    """A sentence `detect._CONFIRM_WORDS` finds nothing in matches no confirmation pattern."""
+    folded = fold(text)
+    if detect._CONFIRM_WORDS.search(folded) is None:
+        assert not any(p.search(folded) for p in detect._STRONG_CONFIRM)
+        assert detect._IMPLIED_CONFIRM.search(folded) is None

@@ -55,7 +55,7 @@ def _fresh(text: str) -> match.Reading:
 @given(texts, values, st.booleans())
 def test_a_screened_text_reads_as_an_indexed_one(text: str, value: str, fuzzy: bool) -> None:
     """The screen only skips work: the answer for a text nothing has tokenised yet is the
-    answer once its index is built (the screen is off for an indexed reading)."""
+    answer once its index is built, and the answer with the screen off."""
     for slot in (None, *_SLOTS):
         query = match.ValueQuery(value, slot, fuzzy)
         assert not _fresh(text).indexed
@@ -63,6 +63,15 @@ def test_a_screened_text_reads_as_an_indexed_one(text: str, value: str, fuzzy: b
         match.reading(text).index()
         assert query.find(text) == screened, (text, value, slot and slot.name)
         assert match.find_values(text, value, slot, fuzzy) == screened
+        assert _unscreened(query).find(text) == screened, (text, value, slot and slot.name)
+
+
+def _unscreened(query: match.ValueQuery) -> match.ValueQuery:
+    """`query` with a screen every text passes (the empty needle is in every string)."""
+    open_plan = match._Plan(query.plan.forms, query.plan.typo_able, query.plan.graded)
+    open_plan._needles = ("",)
+    query.plan = open_plan
+    return query
 
 
 @settings(max_examples=500, deadline=None)
@@ -163,3 +172,71 @@ def test_near_name_screen_is_necessary(text: str, name: list[str]) -> None:
     centre, "guesthouse" as guest house)."""
     if not match._may_be_similar(token_text(text), name):
         assert match._similar_spans(text, name) == [], (text, name)
+
+
+_DATE_WORDS = ["march", "mar", "sept", "the", "12th", "12", "3rd", "of", "this", "next",
+               "month", "first", "second", "twenty", "fifth", "thirtieth", "may", "2019-03-12",
+               "3/12", "today", "tomorrow", "weekend", "day", "after", "friday", "week",
+               "people", "i", "come", ",", "june", "in", "dec"]
+date_texts = st.lists(st.sampled_from(_DATE_WORDS), min_size=0, max_size=10).map(" ".join)
+
+
+def test_every_ordinal_word_holds_a_needle() -> None:
+    from sage_tod.text import dates
+
+    assert all(any(n in w for n in dates._ORDINAL_NEEDLES) for w in dates._ORDINAL_WORDS)
+    assert all(any(n in m for n in dates._MONTH_NEEDLES) for m in dates.MONTHS)
+
+
+@settings(max_examples=600, deadline=None)
+@given(date_texts)
+@example("the first of march")
+@example("march the twenty-first, 2019")
+@example("next friday or the day after tomorrow")
+def test_date_screens_are_necessary(text: str) -> None:
+    """A pattern `find_dates` skips by its screen (`dates._may_match`) matches nothing."""
+    from sage_tod.text import dates
+
+    folded = fold(text)
+    for kind, pat in dates._PATTERNS:
+        if not dates._may_match(kind, folded):
+            assert pat.search(folded) is None, (kind, text)
+
+
+
+def test_an_article_form_needs_no_needle_of_its_own() -> None:
+    """A name's form with its article ("the cambridge artworks") is found only where the
+    form without it has a needle: the article is no needle, and the texts still read."""
+    name = _SLOTS[0]
+    query = match.ValueQuery("the cambridge artworks", name, fuzzy=True)
+    assert "the" not in query.plan.needles()
+    for text in ("the cambridge artworks please", "the cambrige artworks",
+                 "at thecambridgeartworks", "the cambridge artwork", "to the cmabridge artworks"):
+        assert not _fresh(text).indexed
+        screened = query.find(text)
+        match.reading(text).index()
+        assert screened and query.find(text) == screened, text
+    assert query.find("the museum, then the college") == []
+
+
+_TIME_WORDS = ["at", "by", "half", "past", "quarter", "to", "seven", "one", "twelve", "phone",
+               "someone", "6", "10", "12", "30", "6:30", "in", "the", "evening", "morning",
+               "tonight", "night", "afternoon", "o'clock", "pm", "a.m.", "for", "3", "people",
+               "leave", "around", "fifteen", "forty", "five", ",", "."]
+time_texts = st.lists(st.sampled_from(_TIME_WORDS), min_size=0, max_size=10).map(" ".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(time_texts)
+@example("half past 6")
+@example("2 in the afternoon")
+@example("leave at seven fifteen")
+def test_time_reader_screens_are_necessary(text: str) -> None:
+    """`find_times` skips `_word_times` without an hour word and `_bare_hours` without a
+    word of `_PREFIX_RE` / `_SUFFIX_RE`: each then reads nothing."""
+    folded = fold(text)
+    if not times._HOUR_WORD.search(folded):
+        assert times._word_times(folded) == []
+    if not any(w in folded for w in times._BARE_HOUR_NEEDLES):
+        found = times._digit_times(folded) + times._word_times(folded)
+        assert times._bare_hours(folded, found) == []

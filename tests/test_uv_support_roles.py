@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sage_tod.compiler.context import TurnContext, make_context
 from sage_tod.contracts.criteria import Outcome, UVArgs
@@ -387,3 +389,39 @@ def test_the_clock_time_rule_does_not_decide_what_it_cannot_read(spec: SpecBundl
     assert _s1(unread, "train-leaveat") is Outcome.ABSTAIN  # made up; S2 decides
     address = _ctx(spec, "train", "I am staying at 11 Peas Hill .", {"train-leaveat": "11:15"})
     assert _s1(address, "train-leaveat") is Outcome.ABSTAIN  # made up
+
+
+_NEG_WORDS = ["not", "no", "don't", "never", "or", "nor", "too", "cheap", "pricey", "north",
+              "but", "10:30", ":", ",", ".", ";", "!", "?", "later", "than", "I", "want",
+              "the", "guesthouse", "two", "rather", "without", "Caf\u00e9", "'s"]
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(_NEG_WORDS), min_size=1, max_size=14), st.data())
+def test_negated_reads_the_clause_as_its_own_string(words: list[str], data: st.DataObject
+                                                     ) -> None:
+    """S1's `_negated` reads the text's tokens from the clause start where no token runs
+    across it: the answer of the clause read as a string of its own, as before."""
+    from sage_tod.text.match import is_negated
+    from sage_tod.verifiers import symbolic
+
+    text = " ".join(words)
+    start = data.draw(st.integers(0, len(text)))
+    clause_start = max((m.end() for m in symbolic._CLAUSE_END.finditer(text, 0, start)),
+                       default=0)
+    old = symbolic._BOUND.search(symbolic.fold(text[max(clause_start, start - 30):start])
+                                 ) is None and is_negated(text[clause_start:],
+                                                          start - clause_start)
+    assert symbolic._negated(text, start) == old, (text, start)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(["from", "to", "the", "hotel", ",", ".", "arrive", "by",
+                                 "x" * 40, "Cambridge", "caf\u00e9", "  ", "1", "I'd"]),
+                min_size=0, max_size=30).map(" ".join))
+def test_last_words_read_from_a_window_are_the_whole_texts(before: str) -> None:
+    from sage_tod.verifiers import roles
+
+    whole = [(m.group(), m.start(), m.end())
+             for m in roles._TOKEN.finditer(before.lower())][-roles._BEFORE:]
+    assert roles._last_words(before) == whole

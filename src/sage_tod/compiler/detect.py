@@ -55,6 +55,10 @@ _STRONG_CONFIRM = [
         r"\b(booking|reservation) confirmed\b",
     )
 ]
+# A word one of which every match of `_STRONG_CONFIRM` and `_IMPLIED_CONFIRM` contains
+# (each alternative of theirs holds one): a sentence without any is searched no further
+_CONFIRM_WORDS = re.compile(r"book|reserv|confirm|schedul|arrang|made|order|reference|set|"
+                            r"done|taken care|good to go|way|going ahead")
 _IMPLIED_CONFIRM = re.compile(
     r"\b(booked|reserved|confirmed|done|taken care of|all set|good to go|on (its|it's) way|"
     r"i('ll| will) (go ahead and )?(book|reserve)|going ahead)\b")
@@ -146,17 +150,27 @@ class _AgentTables:
     tokens; both were rebuilt for every agent sentence."""
 
     value_forms: dict[str, tuple[str, ...]]
-    confirmation_cues: tuple[tuple[str, ...], ...]
+    confirmation_cues: tuple[tuple[str, ...], ...]  # the non-empty ones
+    # every spelling of every cue's first token (`spellings`): a sentence whose
+    # `token_text` holds none says no cue
+    cue_needles: tuple[str, ...]
 
     @staticmethod
     def build(wf: Workflow) -> _AgentTables:
         forms = {name: tuple(f" {' '.join(basic_tokens(f))} " for v in spec.values
                              for f in spec.surface_forms(v))
                  for name, spec in wf.slots.items() if spec.values}
-        return _AgentTables(forms, tuple(tuple(basic_tokens(c)) for c in wf.confirmation_cues))
+        cues = tuple(c for c in (tuple(basic_tokens(c)) for c in wf.confirmation_cues) if c)
+        needles = tuple(dict.fromkeys(sp for cue in cues for sp in spellings(cue[0])))
+        return _AgentTables(forms, cues, needles)
 
 
 _TABLES: Derived[Workflow, _AgentTables] = Derived("detect.agent_tables", _AgentTables.build)
+
+
+def agent_tables(wf: Workflow) -> _AgentTables:
+    """The workflow's agent-turn tables, built the first time they are asked for."""
+    return _TABLES.of(wf)
 
 
 def _names_a_value(sentence: str, slot: str, wf: Workflow) -> bool:
@@ -211,7 +225,8 @@ def promised_booking(text: str) -> str | None:
 
 def _confirmation_span(text: str, wf: Workflow) -> tuple[int, int, bool] | None:
     implied: tuple[int, int, bool] | None = None
-    cue_tokens = [c for c in _TABLES.of(wf).confirmation_cues if c]
+    tables = _TABLES.of(wf)
+    cue_tokens, needles = tables.confirmation_cues, tables.cue_needles
     for sent in sentences(text):
         s, sentence = sent.start, sent.text
         if sentence.rstrip().endswith("?"):
@@ -222,7 +237,7 @@ def _confirmation_span(text: str, wf: Workflow) -> tuple[int, int, bool] | None:
         # a cue's first token is spelt in the sentence's `token_text` as one of its
         # `spellings` wherever the cue is said: a sentence with none is not tokenised
         raw = token_text(sentence)
-        if any(sp in raw for cue in cue_tokens for sp in spellings(cue[0])):
+        if any(sp in raw for sp in needles):
             toks = tokens_with_spans(sentence)
             words = tuple(t for t, _, _ in toks)
             for cue in cue_tokens:
@@ -230,6 +245,8 @@ def _confirmation_span(text: str, wf: Workflow) -> tuple[int, int, bool] | None:
                 for i in range(len(words) - n + 1):
                     if words[i:i + n] == cue:
                         return s + toks[i][1], s + toks[i + n - 1][2], True
+        if _CONFIRM_WORDS.search(folded) is None:
+            continue
         for pat in _STRONG_CONFIRM:
             m = pat.search(folded)
             if m:

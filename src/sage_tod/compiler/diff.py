@@ -32,7 +32,8 @@ def state_diff(spec: SpecBundle, workflow: Workflow | None, before: Mapping[str,
 
     for slot, new in after.items():
         old = before.get(slot)
-        if old is None or key(slot, old) != key(slot, new):
+        # equal strings have equal keys: only a changed spelling needs the slot's reader
+        if old is None or (old != new and key(slot, old) != key(slot, new)):
             changes.append(SlotChange(slot, old, new))
     for slot, old in before.items():
         if slot not in after:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from functools import cached_property
 
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.dates import DateMention, find_dates
@@ -41,6 +40,14 @@ class UserTurn:
         # (agent text, workflow id) -> the names that text offers (`offers.offered_in`):
         # the acceptance and the said-back readers both read the agent's last turn
         self.offers: dict[tuple[str, str], tuple[str, ...]] = {}
+        # each reading below, computed the first time a reader asks (plain attributes,
+        # not `functools.cached_property`, whose lock costs more than most readings here:
+        # a `UserTurn` lives within one call, in one thread)
+        self._sentences: tuple[Sentence, ...] | None = None
+        self._times: tuple[TimeMention, ...] | None = None
+        self._dates: tuple[DateMention, ...] | None = None
+        self._said: frozenset[str] | None = None
+        self._clause_ends: list[int] | None = None
 
     @property
     def last_agent(self) -> str:
@@ -48,32 +55,42 @@ class UserTurn:
         history = self.turn.history or ()
         return history[-1].agent if history else ""
 
-    @cached_property
+    @property
     def sentences(self) -> tuple[Sentence, ...]:
         """`text.sentences.sentences(u_t)`."""
-        return tuple(sentences(self.text))
+        if self._sentences is None:
+            self._sentences = tuple(sentences(self.text))
+        return self._sentences
 
-    @cached_property
+    @property
     def times(self) -> tuple[TimeMention, ...]:
         """`text.times.find_times(u_t)`."""
-        return tuple(find_times(self.text))
+        if self._times is None:
+            self._times = tuple(find_times(self.text))
+        return self._times
 
-    @cached_property
+    @property
     def dates(self) -> tuple[DateMention, ...]:
         """`text.dates.find_dates(u_t)`."""
-        return tuple(find_dates(self.text))
+        if self._dates is None:
+            self._dates = tuple(find_dates(self.text))
+        return self._dates
 
     @property
     def tokens(self) -> tuple[Token, ...]:
         """`normalize.tokens_with_spans(u_t)` (kept by its own memo: S1 and S2 read it)."""
         return tokens_with_spans(self.text)
 
-    @cached_property
+    @property
     def said(self) -> frozenset[str]:
         """The content tokens of u_t (`match.text_tokens`)."""
-        return text_tokens(self.text)
+        if self._said is None:
+            self._said = text_tokens(self.text)
+        return self._said
 
-    @cached_property
+    @property
     def clause_ends(self) -> list[int]:
         """Where the clause marks of u_t end, in order (`CLAUSE_END`)."""
-        return [m.end() for m in CLAUSE_END.finditer(self.text)]
+        if self._clause_ends is None:
+            self._clause_ends = [m.end() for m in CLAUSE_END.finditer(self.text)]
+        return self._clause_ends

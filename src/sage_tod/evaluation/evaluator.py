@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sage_tod.compiler.compile import compile_turn
+from sage_tod.compiler.compile import compile_turn, prepare
 from sage_tod.compiler.context import TurnContext, make_context
 from sage_tod.compiler.kinds import resolve_kinds
 from sage_tod.contracts.criteria import Outcome, class_rank
@@ -86,6 +86,12 @@ class Evaluator:
             warmup = getattr(stage, "warmup", None)
             if callable(warmup):
                 warmup()
+        # the compiler's and the stages' per-workflow tables too (counted as loading)
+        prepare(self.spec)
+        for stage in self.cascade.stages:
+            prepare_spec = getattr(stage, "prepare_spec", None)
+            if callable(prepare_spec):
+                prepare_spec(self.spec)
 
     @property
     def missing_stages(self) -> dict[str, str]:

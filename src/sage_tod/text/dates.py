@@ -149,6 +149,40 @@ def _key(kind: str, m: re.Match[str]) -> str | None:
     return None
 
 
+# Necessary conditions, one per pattern: a text that fails its kind's test holds no match
+# of that pattern (so skipping it changes nothing, the patterns' spans included). Every
+# month alternative of `_MONTH_RE` contains its three-letter abbreviation ("sept",
+# "september": "sep"); every weekday ends in "day"; a day of the month (`_DAY_RE`) is a
+# digit or an ordinal word, and every ordinal word holds "th", "first" or "second".
+_MONTH_NEEDLES = tuple(sorted({m[:3] for m in MONTHS}))
+_ORDINAL_NEEDLES = ("th", "first", "second")  # tests/test_reading.py checks every word
+_DIGIT = re.compile(r"\d")  # what the patterns' `\d` reads
+
+
+def _kinds_possible(folded: str) -> frozenset[str]:
+    """The kinds of `_PATTERNS` that may match `folded`: a kind left out cannot."""
+    out: set[str] = set()
+    digit = _DIGIT.search(folded) is not None
+    if digit:
+        out.update(("iso", "num"))
+    if "day" in folded:
+        out.update(("wd", "rel"))
+    elif "tomorrow" in folded or "weekend" in folded:
+        out.add("rel")
+    if digit or any(n in folded for n in _ORDINAL_NEEDLES):
+        out.add("the")
+        if "month" in folded:
+            out.add("dom")
+        if any(n in folded for n in _MONTH_NEEDLES):
+            out.update(("md", "dm"))
+    return frozenset(out)
+
+
+def _may_match(kind: str, folded: str) -> bool:
+    """False only when pattern `kind` of `_PATTERNS` cannot match `folded`."""
+    return kind in _kinds_possible(folded)
+
+
 @memo_list(maxsize=4096)
 def find_dates(text: str) -> list[DateMention]:
     """Dates stated in `text`, earliest first, without overlaps (longest reading wins).
@@ -158,7 +192,12 @@ def find_dates(text: str) -> list[DateMention]:
         folded = text.lower()
     found: list[DateMention] = []
     taken = Taken()  # the spans of `found`
+    possible = _kinds_possible(folded)
+    if not possible:
+        return []
     for kind, pat in _PATTERNS:
+        if kind not in possible:
+            continue
         for m in pat.finditer(folded):
             s, e = m.start(), m.end()
             if taken.overlaps(s, e):  # O(log n), not a scan (long texts)

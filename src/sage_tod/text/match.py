@@ -328,7 +328,7 @@ class ValueQuery:
             # the value as written where no time is read ("for 7 in the evening", where
             # "for 7" may count), but not "01:15" inside "01:15 pm"
             r = reading(text)
-            if not r.indexed and not any(n in r.folded for n in self.plan.needles()):
+            if not any(n in r.folded for n in self.plan.needles()):
                 return []
             return [Found(a, b, t) for a, b in _iter_tokens(r, self.plan.forms[0])
                     if not any(tm.start < b and a < tm.end for tm in mentions)]
@@ -359,9 +359,10 @@ class ValueQuery:
         r = reading(text)
         # the screen: a text holding no needle holds no form, typo or graded form, and no
         # near-name window when its string is too far from the name (`_may_be_similar`):
-        # it is ruled out on its string, never tokenised. A text already indexed costs
-        # lookups only
-        if not r.indexed and not any(n in r.folded for n in self.plan.needles()) and (
+        # it is ruled out on its string, never tokenised. The screen holds for a text
+        # already indexed too (the user's turn, which the extractor read): there it
+        # spares the fuzzy pass, which compares every token of the text with the form
+        if not any(n in r.folded for n in self.plan.needles()) and (
                 not self.similar or not _may_be_similar(r.folded, self.similar)):
             return []
         forms = self.plan.forms
@@ -408,8 +409,15 @@ def _needles(forms: tuple[tuple[str, ...], ...], *, typo_able: bool, graded: boo
     ("cheaper").
     """
     out: dict[str, None] = {}
+    present = set(forms)
     for f in forms:
         if not f:
+            continue
+        if len(f) > 1 and f[0] in _ARTICLES and f[1:] in present:
+            # "the copper kettle" beside "copper kettle": the article is never a typo (too
+            # short), so a text holding the longer form, exactly, with a typo in a later
+            # word or as one token ("thecopperkettle"), holds a needle of the shorter one
+            # too; "the" itself, in nearly every utterance, would screen out nothing
             continue
         words = [f[0]]
         if len(f) > 1:
@@ -429,6 +437,9 @@ def _needles(forms: tuple[tuple[str, ...], ...], *, typo_able: bool, graded: boo
     return tuple(out)
 
 
+_ARTICLES = frozenset({"the", "a", "an"})  # the articles `_match_forms` strips off a name
+
+
 def _number_needles(n: str) -> tuple[str, ...]:
     """Strings one of which `token_text(t)` contains where a token of t reads as the
     count n (`number_token`): n's digits (a digit token is n after leading zeros, or a
@@ -441,7 +452,7 @@ def _match_forms(written: tuple[str, ...], free: bool) -> tuple[tuple[str, ...],
     "centre")."""
     forms = [basic_tokens(f) for f in written]
     if free:  # "the Lensfield Hotel" is stated by "Lensfield Hotel" too
-        forms += [f[1:] for f in forms if len(f) > 1 and f[0] in {"the", "a", "an"}]
+        forms += [f[1:] for f in forms if len(f) > 1 and f[0] in _ARTICLES]
         forms += _ampersand_forms(forms)
     forms = [[t for t in f if t != "s"] or f for f in forms]  # possessives, as in the text
     # tuples: the memo hands the same forms to every caller, so they must not change

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from sage_tod.text.dates import DATE_WORDS
 from sage_tod.text.normalize import basic_tokens
@@ -130,8 +131,15 @@ def is_place_slot(spec: SlotLike) -> bool:
     """A free slot whose name or description says it holds a city, area or location."""
     if spec.type != "free" or spec.values:
         return False
-    name_words = _words(spec.name.replace("_", " ").replace("-", " "))
-    words = name_words | _words(spec.description)
+    return _is_place_name(spec.name, spec.description)
+
+
+@lru_cache(maxsize=4096)
+def _is_place_name(name: str, description: str) -> bool:
+    """`is_place_slot` of a free slot without values, by its name and description
+    (memoised: the extractor asks for every slot of the workflow in every turn)."""
+    name_words = _words(name.replace("_", " ").replace("-", " "))
+    words = name_words | _words(description)
     if words & _NOT_PLACE_WORDS:
         return False
     if "name" in words and not words & _CITY_WORDS:

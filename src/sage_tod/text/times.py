@@ -350,6 +350,15 @@ def _word_before(folded: str, start: int) -> list[str]:
 _MAYBE_TIME = re.compile(r"\d|noon|midday|midnight|" + _HOUR_ALT)
 
 
+# Screens for two readers (necessary conditions, tests/test_reading.py): both patterns
+# of `_word_times` read an hour word at a word start; `_bare_hours` keeps a number only
+# with `_PREFIX_RE` or `_SUFFIX_RE` around it, and each needs one of these words
+_HOUR_WORD = re.compile(r"\b(?:" + _HOUR_ALT + r")")
+_BARE_HOUR_NEEDLES = ("half", "quarter", "morning", "afternoon", "evening", "night")
+_DAY_PART_SAID = re.compile(r"[ap]\.?\s?m\b|noon|midnight|morning|afternoon|evening|night")
+_NEXT_WORD = re.compile(r"\s*([a-z]+)")
+
+
 @memo_list(maxsize=4096)
 def find_times(text: str) -> list[TimeMention]:
     """The times `text` states, earliest first, each with every HH:MM it may mean.
@@ -365,9 +374,11 @@ def find_times(text: str) -> list[TimeMention]:
     if _MAYBE_TIME.search(folded) is None:
         return []  # no digit, hour word or noon: none of the readers below can match
     spaced = _spaced_times(folded)
-    found = [t for t in _digit_times(folded) + _word_times(folded)
+    words = _word_times(folded) if _HOUR_WORD.search(folded) else []
+    found = [t for t in _digit_times(folded) + words
              if not any(a < t[1] and t[0] < b for a, b, _ in spaced)] + spaced
-    found += _bare_hours(folded, found)
+    if any(w in folded for w in _BARE_HOUR_NEEDLES):
+        found += _bare_hours(folded, found)
     out: list[TimeMention] = []
     for s, e, readings in sorted(found):
         if _ORDINAL_AFTER.match(folded[e:e + _AROUND]):
@@ -375,7 +386,7 @@ def find_times(text: str) -> list[TimeMention]:
         raw = folded[s:e]
         head = folded[max(0, s - 30):s].rstrip() + " "
         pre = _PREFIX_RE.search(head)
-        if re.search(r"[ap]\.?\s?m\b|noon|midnight|morning|afternoon|evening|night", raw):
+        if _DAY_PART_SAID.search(raw):
             # the day part is already read; "quarter to 2 pm" still moves the minutes
             if pre and pre.group("q"):
                 start = s - (len(head) - pre.start())
@@ -386,7 +397,7 @@ def find_times(text: str) -> list[TimeMention]:
             out.append(TimeMention(s, e, readings, _relation(folded, s)))
             continue
         suf = _SUFFIX_RE.match(folded[e:e + _AROUND])
-        nxt = re.match(r"\s*([a-z]+)", folded[e:e + _AROUND])
+        nxt = _NEXT_WORD.match(folded[e:e + _AROUND])
         if (len(readings) > 1 and raw.isdigit() and nxt and not pre and not suf
                 and nxt.group(1) not in _AFTER_BARE_HOUR):
             continue  # "at 11 Peas Hill", "around 6 different people": no clock time

@@ -106,10 +106,9 @@ def mention_role(text: str, start: int, end: int, wf: Workflow, *, kind: str) ->
     before = text[:start]
     pos = start
     nearer: list[str] = []
-    for m in reversed(list(_TOKEN.finditer(before.lower()))[-_BEFORE:]):
-        if _PUNCT.search(before[m.end():pos]):
+    for word, m_start, m_end in reversed(_last_words(before)):
+        if _PUNCT.search(before[m_end:pos]):
             break  # another clause
-        word = m.group()
         near = not nearer or all(w in _ARTICLES for w in nearer)
         if kind == "time":
             slots = _points(cues, wf, word)
@@ -124,8 +123,30 @@ def mention_role(text: str, start: int, end: int, wf: Workflow, *, kind: str) ->
         if word in ("and", "but", "or"):
             break
         nearer.append(word)
-        pos = m.start()
+        pos = m_start
     return None
+
+
+_WINDOW = 96  # characters before a mention read first for its last `_BEFORE` words
+
+
+def _last_words(before: str) -> list[tuple[str, int, int]]:
+    """The last `_BEFORE` matches of `_TOKEN` in `before.lower()` (word, start, end), as
+    `list(_TOKEN.finditer(before.lower()))[-_BEFORE:]` gives them, read from a window
+    at the end of a long ASCII text: the window starts where no letter precedes it, so
+    no word runs across its start, and the pattern (letters, no look-around) matches
+    there as in the whole text; with fewer than `_BEFORE` words in it, the whole text is
+    read."""
+    o = len(before) - _WINDOW
+    if o > 0 and before.isascii():
+        while o > 0 and before[o - 1].isalpha():
+            o -= 1
+        got = [(m.group(), m.start() + o, m.end() + o)
+               for m in _TOKEN.finditer(before[o:].lower())][-_BEFORE:]
+        if len(got) == _BEFORE or o == 0:
+            return got
+    return [(m.group(), m.start(), m.end())
+            for m in _TOKEN.finditer(before.lower())][-_BEFORE:]
 
 
 def other_role(text: str, start: int, end: int, slot: str, wf: Workflow) -> Role | None:

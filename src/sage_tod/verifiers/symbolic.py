@@ -28,14 +28,14 @@ from sage_tod.contracts.criteria import (
     UVArgs,
     WNFArgs,
 )
-from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.spec import SpecBundle, Workflow
 from sage_tod.text.booleans import is_dontcare
 from sage_tod.text.match import ValueQuery, find_dontcare, is_negated
 from sage_tod.text.normalize import basic_tokens, fold
 from sage_tod.text.numbers import read_number
 from sage_tod.text.times import find_times, has_unread_clock, normalize_time
 from sage_tod.verifiers.base import Item
-from sage_tod.verifiers.roles import Role, other_domain, other_role
+from sage_tod.verifiers.roles import Role, other_domain, other_role, workflow_words
 from sage_tod.verifiers.tool_checks import decide_tool_iuv, decide_tool_pc, decide_tool_uv
 
 PcState = Literal["after", "before"]
@@ -72,6 +72,12 @@ class SymbolicVerifier:
         `_time_nowhere` reads it for every criterion."""
         return {"pc_state": self.pc_state, "wnf_state": self.wnf_state,
                 "times": os.environ.get("SAGE_TOD_S1_TIMES", "1") != "0"}
+
+    def prepare_spec(self, spec: SpecBundle) -> None:
+        """Build the role tables S1 reads for every workflow of `spec` (`verifiers.roles`),
+        as the first turn would; the `Evaluator` calls it when it is built."""
+        for wf in spec.workflows.values():
+            workflow_words(wf)
 
     def accepts(self, criterion: Criterion) -> bool:
         return isinstance(criterion.args, UVArgs | IUVArgs | WNFArgs | PCArgs)
@@ -277,7 +283,23 @@ def _negated(text: str, start: int) -> bool:
     clause_start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, start)), default=0)
     if _BOUND.search(fold(text[max(clause_start, start - 30):start])):
         return False
+    if clause_start == 0:
+        return is_negated(text, start)
+    if text.isascii() and text[clause_start - 1] in _TOKENLESS_ENDS:
+        # the same tokens as the clause's own string (proof at `_TOKENLESS_ENDS`), read
+        # from the text's tokens instead of tokenising a new string for every mention
+        return is_negated(text, start, since=clause_start)
     return is_negated(text[clause_start:], start - clause_start)
+
+
+# Clause ends that no token holds. An ASCII text's tokens are the token pattern's
+# matches in its lowercase, and that pattern has no look-behind: where no token runs
+# across the clause start (it is right after one of these), the text's tokens that
+# begin at or after it are the clause string's tokens, shifted. `is_negated` with
+# `since` keeps exactly those of the last six before `start`; the last six of the
+# clause's own are the same tokens. ":" is left out ("10:30" is one token), and so are
+# the word clause ends ("but:30" would be one).
+_TOKENLESS_ENDS = frozenset(",.;!?")
 
 
 def find_support(ctx: TurnContext, slot: str, value: str) -> Span | None:
