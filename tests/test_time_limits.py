@@ -1,8 +1,11 @@
-"""The time limits a user states for an option (compiler/time_limits.py)."""
+"""The time limits a user states for an option (compiler/time_limits.py), and the
+schedule clock times they are compared with (contracts/tool_rules.clock_minutes, which
+the CEL `minutes()` function reads too)."""
 
 from __future__ import annotations
 
-from sage_tod.compiler.time_limits import clock_minutes, stated_time_limits
+from sage_tod.compiler.time_limits import stated_time_limits
+from sage_tod.contracts.tool_rules import clock_minutes
 
 
 def _limits(*texts: str) -> list[tuple[str, str, int]]:

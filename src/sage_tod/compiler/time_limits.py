@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from sage_tod.contracts.tool_rules import clock_minutes
 from sage_tod.text.times import find_times
 
 Event = Literal["arrive", "depart"]
@@ -79,14 +80,3 @@ def stated_time_limits(texts: Iterable[str]) -> list[TimeLimit]:
                 continue
             latest[(event, bound)] = TimeLimit(event, bound, minutes, text, tm.start, tm.end)
     return list(latest.values())
-
-
-_CLOCK = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::\d{2})?\s*(?:\+(\d))?\s*$")
-
-
-def clock_minutes(value: object) -> int | None:
-    """Minutes after midnight of "06:00", "06:00:00" or "02:00:00+1" (a day later)."""
-    m = _CLOCK.match(str(value)) if value is not None else None
-    if m is None:
-        return None
-    return int(m[1]) * 60 + int(m[2]) + 1440 * int(m[3] or 0)

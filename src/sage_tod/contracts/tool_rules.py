@@ -149,6 +149,16 @@ def _env() -> Any:
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*\+(\d+))?$")
 
 
+def clock_minutes(clock: Any) -> int | None:
+    """Minutes after midnight of a schedule's clock time: "06:00", "06:00:00", or
+    "02:00:00+1" (a day later, 1,560); None for anything else."""
+    m = _CLOCK.match(str(clock).strip()) if clock is not None else None
+    if m is None:
+        return None
+    hours, mins, _, plus = m.groups()
+    return 1440 * int(plus or 0) + int(hours) * 60 + int(mins)
+
+
 def _minutes(date: Any, clock: Any) -> Any:
     """CEL `minutes(date, time)`: minutes since 1970-01-01 00:00 (see the module doc)."""
     from datetime import date as Date
@@ -156,17 +166,15 @@ def _minutes(date: Any, clock: Any) -> Any:
     from celpy import celtypes
     from celpy.evaluation import CELEvalError
 
-    m = _CLOCK.match(str(clock).strip())
+    at = clock_minutes(clock)
     try:
         day = Date.fromisoformat(str(date).strip()[:10])
     except ValueError:
         day = None
-    if m is None or day is None:
+    if at is None or day is None:
         return CELEvalError(f"minutes: cannot read {str(date)!r}, {str(clock)!r} as a date "
                             "and a clock time")
-    hours, mins, _, plus = m.groups()
-    days = (day - Date(1970, 1, 1)).days + int(plus or 0)
-    return celtypes.IntType(days * 1440 + int(hours) * 60 + int(mins))
+    return celtypes.IntType((day - Date(1970, 1, 1)).days * 1440 + at)
 
 
 _FUNCTIONS = {"minutes": _minutes}

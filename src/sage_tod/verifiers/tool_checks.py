@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sage_tod.compiler.context import TurnContext
-from sage_tod.compiler.time_limits import TimeLimit, clock_minutes, stated_time_limits
+from sage_tod.compiler.time_limits import TimeLimit, stated_time_limits
 from sage_tod.compiler.tool_calls import (
     CallSite,
     Declined,
@@ -48,6 +48,7 @@ from sage_tod.contracts.spec import ToolSpec, Workflow
 from sage_tod.contracts.tool_rules import (
     ToolPreference,
     ToolRule,
+    clock_minutes,
     evaluate_number,
     evaluate_rule,
 )
