@@ -103,8 +103,7 @@ def _bare_cuisine(turn: Turn, first: Sentence) -> tuple[str, int] | None:
     """The cuisine a reply of one or two words gives to the agent's question about the
     food ("British ?   My favorite ." to "what type of food are you suddenly hungry for?"),
     with its offset; None when the agent asked no such thing or the words are no cuisine."""
-    history = turn.history or ()
-    if not history or not _ASKS_FOOD.search(history[-1].agent[-300:]):
+    if not _agent_asked_food(turn):
         return None
     m = _BARE_ANSWER.match(first.text)
     if m is None:
@@ -114,6 +113,12 @@ def _bare_cuisine(turn: Turn, first: Sentence) -> tuple[str, int] | None:
            for w in words):
         return None
     return m.group(1), first.start + m.start(1)
+
+
+def _agent_asked_food(turn: Turn) -> bool:
+    """The end of the agent's last turn asks about the food."""
+    history = turn.history or ()
+    return bool(history) and _ASKS_FOOD.search(history[-1].agent[-300:]) is not None
 
 
 # replies that answer but name no cuisine ("Yes.", "Anything.", "Not really.")
@@ -150,9 +155,8 @@ def find_descriptors(turn: Turn, wf: Workflow, *, sents: Sequence[Sentence] | No
     # its punctuation, or at the text's end): where none does, no sentence needs reading,
     # and a bare answer needs the agent's food question (`tests/test_lexicon.py` compares
     # with `_read_descriptors`)
-    history = turn.history or ()
     if ((not foods or (_BEFORE_HEAD.search(text) is None and _AFTER_VERB.search(text) is None
-                       and not (history and _ASKS_FOOD.search(history[-1].agent[-300:]))))
+                       and not _agent_asked_food(turn)))
             and (not yes or _WANT_AMENITY.search(text) is None)):
         return []
     return _read_descriptors(turn, wf, sents)

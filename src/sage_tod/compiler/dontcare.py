@@ -109,9 +109,8 @@ def _last_agent(turn: Turn) -> str:
 
 # an agent's request for a value put without a question mark: "if you tell me what kind of
 # cuisine you're interested in, I can narrow it down" (MultiWOZ PMUL2433 turn 3), "Please
-# tell me your price range."
-# (a choice the agent asks to be told: "let me know when you have the reservation ID"
-# asks for no preference, τ-bench airline gpt-4o task 7)
+# tell me your price range." It asks which, what or whether: "let me know when you have
+# the reservation ID" asks for no preference (τ-bench airline gpt-4o task 7)
 _TELL_ME = re.compile(r"\b(?:tell me|let me know) (?:what|which|whether|if|your)\b[^.!?]*")
 
 

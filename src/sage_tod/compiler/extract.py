@@ -165,12 +165,18 @@ _CONTRASTED = re.compile(r"\b(?:as opposed to|rather than|instead of|other than)
                          r"\s+(?:an?\s+|the\s+)?$", re.IGNORECASE)
 
 
+def _clause_start(ends: Sequence[int], at: int) -> int:
+    """Where the clause holding offset `at` starts (`ends`: where the clause marks of the
+    text end, read once per utterance: `UserTurn.clause_ends`)."""
+    k = bisect_right(ends, at)  # clause marks that end at or before `at`
+    return ends[k - 1] if k else 0
+
+
 def _negated(text: str, start: int, ends: Sequence[int]) -> bool:
     """A negation among the three words before `start`, within the same clause (`ends`:
     where the clause marks of `text` end, read once per utterance by the caller), or a
     contrast right before it."""
-    k = bisect_right(ends, start)  # clause marks that end at or before `start`
-    since = ends[k - 1] if k else 0
+    since = _clause_start(ends, start)
     if _CONTRASTED.search(text, max(since, start - 24), start):
         return True
     return is_negated(text, start, since=since)
@@ -647,12 +653,10 @@ def _times(u: UserTurn, wf: Workflow, add: _Add) -> list[tuple[int, int]]:
             recorded.append((s, e))
             continue
         cands = _disambiguate(text, s, list(time_slots), wf)
-        if len(cands) > 1:
-            k = bisect_right(u.clause_ends, s)
-            if _ARRIVAL.search(text, u.clause_ends[k - 1] if k else 0, s):
-                # "whatever time that will get me there closest to 14:00" (MultiWOZ PMUL1420
-                # turn 3): being there is arriving, whatever the preposition
-                cands = _disambiguate(text, s, list(time_slots), wf, prep_word="by")
+        if len(cands) > 1 and _ARRIVAL.search(text, _clause_start(u.clause_ends, s), s):
+            # "whatever time that will get me there closest to 14:00" (MultiWOZ PMUL1420
+            # turn 3): being there is arriving, whatever the preposition
+            cands = _disambiguate(text, s, list(time_slots), wf, prep_word="by")
         if any(c in held and held[c] is None for c in cands):
             recorded.append((s, e))
             continue  # a candidate holds a time this reader cannot compare

@@ -103,7 +103,7 @@ def _span_after(text: str, at: int, capitalised: bool, named: bool = False
     the name may open with a task word ("called restaurant alimentum"); elsewhere such a
     word ends it ("the Gonville hotel")."""
     rest = _CLAUSE.split(text[at:at + _WINDOW], maxsplit=1)[0]
-    words_in = [m for m in re.finditer(r"\S+", rest)]
+    words_in = list(re.finditer(r"\S+", rest))
     end = at
     n_words = 0
     for k, m in enumerate(words_in):

@@ -206,28 +206,37 @@ def offered_names(agent: str, wf: Workflow) -> list[str]:
         for value in values:
             if value:
                 found.setdefault(basic(value), value)
-    for sent in sentences(text)[:_MAX_OFFERS]:
-        value = _subject(sent.text, others)
+
+    def add_new(value: str | None) -> None:
+        """Add `value` unless a name found already holds it or is part of it."""
         if value and not any(basic(value) in k or k in basic(value) for k in found):
             found.setdefault(basic(value), value)
-        opened = _IT_IS.match(sent.text.lstrip())
-        if opened is not None:
-            rest = _CLAUSE.split(sent.text.lstrip()[opened.end():], maxsplit=1)[0]
-            value = _clean(" ".join(_until_stop(rest.split())), others)
-            if (value and value[:1].isupper() and basic(value) not in _TOWNS
-                    and basic(value).split()[0] not in _WEEKDAYS
-                    and not _NOT_AN_ENTITY.search(value)
-                    and not any(basic(value) in k or k in basic(value) for k in found)):
-                found.setdefault(basic(value), value)
+
+    for sent in sentences(text)[:_MAX_OFFERS]:
+        add_new(_subject(sent.text, others))
+        add_new(_named_after_pronoun(sent.text, others))
     for span in name_spans(text)[:_MAX_OFFERS]:
         value = _clean(span.text, others)
         # a capitalised span counts only as "the X" ("the Autumn House is ...")
         if (value and span.before and span.before[-1] == "the" and len(value) > 2
                 and not value.isupper() and not _NOT_AN_ENTITY.search(value)
-                and basic(value) not in _TOWNS
-                and not any(basic(value) in k or k in basic(value) for k in found)):
-            found.setdefault(basic(value), value)
+                and basic(value) not in _TOWNS):
+            add_new(value)
     return list(found.values())
+
+
+def _named_after_pronoun(sentence: str, others: AbstractSet[str]) -> str | None:
+    """The capitalised name a sentence gives after "It is" / "That's" ("It is Pizza Hut
+    Cherry Hinton."), when it is no town, weekday, address or value of another slot."""
+    opened = _IT_IS.match(sentence.lstrip())
+    if opened is None:
+        return None
+    rest = _CLAUSE.split(sentence.lstrip()[opened.end():], maxsplit=1)[0]
+    value = _clean(" ".join(_until_stop(rest.split())), others)
+    if (value is None or not value[:1].isupper() or basic(value) in _TOWNS
+            or basic(value).split()[0] in _WEEKDAYS or _NOT_AN_ENTITY.search(value)):
+        return None
+    return value
 
 
 def _subject(sentence: str, others: AbstractSet[str]) -> str | None:
