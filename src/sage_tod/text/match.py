@@ -81,13 +81,21 @@ class Reading:
     tokenising them.
     """
 
-    __slots__ = ("_by_token", "_toks", "folded", "text")
+    __slots__ = ("_by_token", "_spread", "_toks", "folded", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.folded = token_text(text)
         self._toks: tuple[Token, ...] | None = None
         self._by_token: dict[str, list[int]] = {}
+        self._spread: str | None = None
+
+    def spread(self) -> str:
+        """`folded` with the tokens of each rewritten word after it (`_may_be_similar`'s
+        string, the same for every name looked for in this text)."""
+        if self._spread is None:
+            self._spread = _spread(self.folded)
+        return self._spread
 
     @property
     def indexed(self) -> bool:
@@ -362,9 +370,13 @@ class ValueQuery:
         # it is ruled out on its string, never tokenised. The screen holds for a text
         # already indexed too (the user's turn, which the extractor read): there it
         # spares the fuzzy pass, which compares every token of the text with the form
-        if not any(n in r.folded for n in self.plan.needles()) and (
-                not self.similar or not _may_be_similar(r.folded, self.similar)):
-            return []
+        folded = r.folded
+        for n in self.plan.needles():  # a loop, not any(): this runs for every utterance
+            if n in folded:
+                break
+        else:
+            if not self.similar or not _may_be_similar(folded, self.similar, r):
+                return []
         forms = self.plan.forms
         for fz in ((False, True) if self.plan.typo_able else (False,)):
             found: list[Found] = []
@@ -494,7 +506,12 @@ def _with_tokens(m: re.Match[str]) -> str:
     return m.group() + "".join(SPECIAL_WORDS[m.group()])
 
 
-def _may_be_similar(folded: str, name: Sequence[str]) -> bool:
+def _spread(folded: str) -> str:
+    """`folded` with each word the tokenizer rewrites followed by its tokens."""
+    return _SPECIAL_RE.sub(_with_tokens, folded)
+
+
+def _may_be_similar(folded: str, name: Sequence[str], r: Reading | None = None) -> bool:
     """False only when no window of the text can pass `_similar_spans` for `name`.
 
     A window's tokens, spaces left out, are a subsequence of the text's `token_text` with
@@ -505,7 +522,8 @@ def _may_be_similar(folded: str, name: Sequence[str]) -> bool:
     2B / (B + |name|) (2M / (|window| + |name|) with |window| >= M grows with M); below
     the threshold, by a margin no rounding crosses, no window passes."""
     want = " ".join(name)
-    spread = _SPECIAL_RE.sub(_with_tokens, folded)
+    # the spread string depends on the text alone: worked out once per `Reading` of it
+    spread = _spread(folded) if r is None else r.spread()
     bound = min(len(want), LCSseq.similarity(spread, want.replace(" ", "")) + len(name) - 1)
     return 2.0 * bound / (bound + len(want)) >= _NAME_RATIO - 1e-9
 

@@ -67,14 +67,18 @@ def tokens_with_spans(text: str) -> tuple[Token, ...]:
     """
     folded = token_text(text)
     out: list[Token] = []
+    append, known = out.append, _PIECES.get  # this loop is the hottest there is
     for m in _TOKEN_RE.finditer(folded):
         raw = m.group()
-        pieces = _PIECES.get(raw)  # looked up here first: this loop is the hottest there is
+        pieces = known(raw)
         if pieces is None:
             pieces = remembered(_PIECES, raw, _pieces, _PIECES_MAX)
         a, b = m.span()
+        if len(pieces) == 1:  # nearly every word: its one piece, without the inner loop
+            append((pieces[0], a, b))
+            continue
         for piece in pieces:
-            out.append((piece, a, b))
+            append((piece, a, b))
     return tuple(out)
 
 

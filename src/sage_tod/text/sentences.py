@@ -42,9 +42,12 @@ def sentences(text: str, *, semicolons: bool = False) -> list[Sentence]:
     out = []
     for m in pattern.finditer(text):
         raw = m.group()
-        if not raw.strip():
+        said = raw.strip()
+        if not said:
             continue
-        lead = len(raw) - len(raw.lstrip())
-        trail = len(raw) - len(raw.rstrip())
-        out.append(Sentence(m.start() + lead, m.end() - trail, raw.strip()))
+        # `said` starts on the piece's first visible character: no earlier place in `raw`
+        # holds it (everything before is white space), so `find` gives the lead, and the
+        # end is the lead plus its length (what `len(raw) - len(raw.rstrip())` cut off)
+        start = m.start() + raw.find(said)
+        out.append(Sentence(start, start + len(said), said))
     return out

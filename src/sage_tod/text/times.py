@@ -40,8 +40,11 @@ _VALUE_FILLER = re.compile(r"(?:around|about|at|by|in the|the)?")
 # Clock times with digits: "6:30 pm", "6.30pm", "18:30", "7 pm", "7 o'clock", "noon".
 # A number running on into digits, an ordinal suffix or a ";30" is no time.
 _NOT_AFTER = r"(?!\d|[:;.,]\d|(?:st|nd|rd|th)\b)"
+# (The look-ahead is a necessary condition, there to be fast: every match starts with a
+# digit or the "n"/"m" of noon, midday, midnight, and the engine rules a position out on
+# that one character instead of trying the whole pattern there.)
 _TIME_RE = re.compile(
-    r"\b(?:(?P<h>\d{1,2})(?:\s*[:.]\s*(?P<m>\d{2}))?" + _NOT_AFTER
+    r"(?=[\dnm])\b(?:(?P<h>\d{1,2})(?:\s*[:.]\s*(?P<m>\d{2}))?" + _NOT_AFTER
     + r"\s*(?P<mer>a\.?\s?m\b\.?|p\.?\s?m\b\.?|o['\"]?\s?clock)?|(?P<word>noon|midday|midnight))",
 )
 # four digits are a time only as hours ("1200hrs", "1830 hours"); else a year ("2030")
@@ -172,17 +175,19 @@ def _digit_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
     """Times written with digits or "noon": "6:30 pm", "18:30", "at 7"."""
     out: list[tuple[int, int, frozenset[str]]] = []
     for m in _TIME_RE.finditer(folded):
-        if m.group("word"):
-            t = _strict_time(m.group("word"))
+        word, h, mm, mer = m.group("word", "h", "m", "mer")
+        if word:
+            t = _strict_time(word)
             if t:
                 out.append((m.start(), m.end(), frozenset({t})))
             continue
-        if m.group("h") is None:
+        if h is None:
             continue
-        h, mm, mer = m.group("h"), m.group("m"), (m.group("mer") or "")
-        prev = _word_before(folded, m.start())
-        if not mm and not mer and not (prev and prev[0] in _TIME_CONTEXT):
-            continue
+        mer = mer or ""
+        if not mm and not mer:  # a bare number: a time only after a time word
+            prev = _word_before(folded, m.start())
+            if not (prev and prev[0] in _TIME_CONTEXT):
+                continue
         if mer.startswith("o"):
             mer = ""
         tail = folded[m.end():m.end() + 12].split()[:1]
@@ -199,14 +204,17 @@ def _digit_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
         if said.endswith(".") and "." not in mer[:-1]:
             said = said[:-1]  # "11:45 am." ends a sentence; "a.m." keeps its dot
         out.append((m.start(), m.start() + len(said), frozenset(readings)))
-    for m in _HOURS_RE.finditer(folded):
-        out.append((m.start(), m.end(), frozenset({f"{m.group('h')}:{m.group('m')}"})))
+    if _HOURS_SCREEN.search(folded) is not None:
+        for m in _HOURS_RE.finditer(folded):
+            out.append((m.start(), m.end(), frozenset({f"{m.group('h')}:{m.group('m')}"})))
     return out
 
 
 def _spaced_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
     """"depart by 12 30" (MultiWOZ PMUL3239): hour and minutes apart, after a time word."""
     out: list[tuple[int, int, frozenset[str]]] = []
+    if _SPACED_SCREEN.search(folded) is None:
+        return out
     for m in _SPACED_RE.finditer(folded):
         prev = _word_before(folded, m.start())
         if not (prev and prev[0] in _TIME_CONTEXT):
@@ -348,6 +356,25 @@ def _word_before(folded: str, start: int) -> list[str]:
 # Every pattern above that yields a time holds a digit, "noon"/"midday"/"midnight" or an
 # hour word: a text with none of them states no time (most utterances of a history)
 _MAYBE_TIME = re.compile(r"\d|noon|midday|midnight|" + _HOUR_ALT)
+# The same test as two searches the regex engine runs fast: a pattern that starts with a
+# character class, or with literal words only, skips to the characters that can start a
+# match; one that starts with `\d|noon|...` or `\b` tries a match at every position.
+# `_MAYBE_TIME` matches somewhere exactly when one of its alternatives does.
+_DIGIT = re.compile(r"\d")
+_TIME_WORD = re.compile(r"noon|midday|midnight|" + _HOUR_ALT)
+
+
+def _maybe_time(folded: str) -> bool:
+    """`_MAYBE_TIME.search(folded) is not None`, in two fast searches."""
+    return _DIGIT.search(folded) is not None or _TIME_WORD.search(folded) is not None
+
+
+# Screens of the same kind for two readers whose patterns start with `\b` (necessary
+# conditions, tests/test_reading.py): a `_HOURS_RE` match is four digits, an optional
+# space and "h" ("1830 hours"), and a `_SPACED_RE` match holds a digit, a space and two
+# digits ("12 30"), so a text without those strings has no match.
+_HOURS_SCREEN = re.compile(r"\d{4}\s?h")
+_SPACED_SCREEN = re.compile(r"\d [0-5]\d")
 
 
 # Screens for two readers (necessary conditions, tests/test_reading.py): both patterns
@@ -355,6 +382,8 @@ _MAYBE_TIME = re.compile(r"\d|noon|midday|midnight|" + _HOUR_ALT)
 # with `_PREFIX_RE` or `_SUFFIX_RE` around it, and each needs one of these words
 _HOUR_WORD = re.compile(r"\b(?:" + _HOUR_ALT + r")")
 _BARE_HOUR_NEEDLES = ("half", "quarter", "morning", "afternoon", "evening", "night")
+# one of them is in a text exactly when this finds one (literal words: a fast search)
+_BARE_HOUR_SCREEN = re.compile("|".join(_BARE_HOUR_NEEDLES))
 _DAY_PART_SAID = re.compile(r"[ap]\.?\s?m\b|noon|midnight|morning|afternoon|evening|night")
 _NEXT_WORD = re.compile(r"\s*([a-z]+)")
 
@@ -371,13 +400,13 @@ def find_times(text: str) -> list[TimeMention]:
     folded = fold(text)
     if len(folded) != len(text):
         folded = text.lower()
-    if _MAYBE_TIME.search(folded) is None:
+    if not _maybe_time(folded):
         return []  # no digit, hour word or noon: none of the readers below can match
     spaced = _spaced_times(folded)
     words = _word_times(folded) if _HOUR_WORD.search(folded) else []
     found = [t for t in _digit_times(folded) + words
              if not any(a < t[1] and t[0] < b for a, b, _ in spaced)] + spaced
-    if any(w in folded for w in _BARE_HOUR_NEEDLES):
+    if _BARE_HOUR_SCREEN.search(folded) is not None:
         found += _bare_hours(folded, found)
     out: list[TimeMention] = []
     for s, e, readings in sorted(found):

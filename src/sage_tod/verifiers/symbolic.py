@@ -241,9 +241,14 @@ def slot_support(ctx: TurnContext, slot: str, value: str) -> Support:
     query = ValueQuery(value, spec, fuzzy=True)  # prepared once for every utterance
     misplaced: list[tuple[Span, Role]] = []
     for source, index, text in turn.sources:
-        if source == "history.agent" and index is not None and turn.declined(index):
-            continue  # an offer the user turned down supports nothing
-        for hit in query.find(text):
+        hits = query.find(text)
+        # an offer the user turned down supports nothing; asked only of an offer that
+        # states the value (`declined` reads the reply, and the answer is the same
+        # whenever it is asked: a text without the value adds nothing either way)
+        if not hits or (source == "history.agent" and index is not None
+                        and turn.declined(index)):
+            continue
+        for hit in hits:
             span = Span(source=source, index=index, start=hit.start, end=hit.end,
                         text=text[hit.start:hit.end])
             role = other_role(text, hit.start, hit.end, slot, wf)

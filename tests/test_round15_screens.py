@@ -1,0 +1,151 @@
+"""Round 15 of the speed work: each shortcut against the code it replaces.
+
+The clock-time reader's patterns got screens and a look-ahead the regex engine runs
+fast, the sentence splitter strips each piece once, the near-name screen reads its
+spread string once per text, and S1 asks whether the user turned an offer down only
+of an offer that states the value. Each is checked here against the previous form
+(kept below as the reference), on generated texts full of digits, time words,
+separators and white space of several kinds, and on the demo turns for S1.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from sage_tod import demo
+from sage_tod.compiler.context import make_context
+from sage_tod.contracts.spec import SpecBundle, load_spec
+from sage_tod.contracts.turns import Turn, load_turns
+from sage_tod.text import match, times
+from sage_tod.text.normalize import fold, token_text
+from sage_tod.text.sentences import Sentence, sentences
+from sage_tod.verifiers import symbolic
+
+_PIECES = ["at", "by", "7", "07", "12", "1830", "18:30", "6.30", "6:30", "12 30", "2 30",
+           "0930hrs", "1300 hours", "1200h", "pm", "a.m.", "o'clock", "noon", "midday",
+           "midnight", "one", "seven", "twelve", "half", "past", "quarter", "to", "in",
+           "the", "evening", "morning", "night", "21st", "for", "3", "people", "minutes",
+           "phone", "often", "mid", "nine", "ten", "2030", "£5.50", "cb21ab", "01223 351880",
+           ",", ".", "?", "!", ";", ":", " ", "  ", "\t", "\n", "\u00a0", "\u2003", "x",
+           "Noon", "TEN", "\u0663", "\u00bd"]
+texts = st.lists(st.sampled_from(_PIECES), min_size=0, max_size=14).map("".join)
+spaced = st.lists(st.sampled_from(_PIECES), min_size=0, max_size=14).map(" ".join)
+
+# the patterns as they were before the screens: the reference
+_OLD_TIME_RE = re.compile(times._TIME_RE.pattern.removeprefix(r"(?=[\dnm])"))
+
+
+def _folded(text: str) -> str:
+    folded = fold(text)
+    return folded if len(folded) == len(text) else text.lower()
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(texts, spaced))
+@example("at 12 30 and by 1830 hours, noon or midnight")
+@example("\u0663\u0663 30")
+def test_time_screens_change_no_reading(text: str) -> None:
+    """`_maybe_time` is `_MAYBE_TIME`, each screen is a necessary condition of its
+    pattern, `_BARE_HOUR_SCREEN` finds a needle exactly when one is in the text, and the
+    look-ahead leaves `_TIME_RE`'s matches as they were."""
+    folded = _folded(text)
+    assert times._maybe_time(folded) == (times._MAYBE_TIME.search(folded) is not None)
+    if times._HOURS_SCREEN.search(folded) is None:
+        assert times._HOURS_RE.search(folded) is None
+    if times._SPACED_SCREEN.search(folded) is None:
+        assert times._SPACED_RE.search(folded) is None
+    assert (times._BARE_HOUR_SCREEN.search(folded) is not None) == any(
+        w in folded for w in times._BARE_HOUR_NEEDLES)
+    assert ([m.groupdict() | {"span": m.span()} for m in times._TIME_RE.finditer(folded)]
+            == [m.groupdict() | {"span": m.span()} for m in _OLD_TIME_RE.finditer(folded)])
+
+
+def _old_sentences(text: str, semicolons: bool = False) -> list[Sentence]:
+    """`sentences` as it was: three strips per piece."""
+    pattern = re.compile(r"[^.!?;]+[.!?;]*" if semicolons else r"[^.!?]+[.!?]*")
+    out = []
+    for m in pattern.finditer(text):
+        raw = m.group()
+        if not raw.strip():
+            continue
+        lead = len(raw) - len(raw.lstrip())
+        trail = len(raw) - len(raw.rstrip())
+        out.append(Sentence(m.start() + lead, m.end() - trail, raw.strip()))
+    return out
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(texts, spaced), st.booleans())
+@example("  Hi there .  \u2003 Is it free?\n\n;  ", True)
+@example(" . . ", False)
+def test_sentences_strip_once(text: str, semicolons: bool) -> None:
+    assert sentences(text, semicolons=semicolons) == _old_sentences(text, semicolons)
+
+
+_NAMES = [("cafe", "uno"), ("the", "two", "centre"), ("pizza", "hut", "city", "centre")]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["cafe", "caffe", "uno", "two", "2", "center", "centre",
+                                 "guesthouse", "pizza", "hut", "city", "the", " ", ","]),
+                max_size=10).map(" ".join), st.sampled_from(_NAMES))
+def test_spread_is_read_once_per_text(text: str, name: tuple[str, ...]) -> None:
+    """The near-name screen with a `Reading`'s spread string answers as without it."""
+    match.reading.cache_clear()
+    r = match.reading(text)
+    folded = token_text(text)
+    assert match._may_be_similar(folded, name, r) == match._may_be_similar(folded, name)
+    assert r.spread() == match._spread(folded)
+
+
+def _old_slot_support(ctx: symbolic.TurnContext, slot: str, value: str) -> symbolic.Support:
+    """`slot_support` as it was: the declined check before the look-up."""
+    if symbolic.is_dontcare(value):
+        return symbolic.Support(symbolic._dontcare_support(ctx, slot))
+    spec = ctx.spec.slot(slot, ctx.workflow)
+    wf = symbolic._slot_workflow(ctx, slot)
+    boolean = value.strip().lower() in ("yes", "no", "true", "false")
+    turn = symbolic._turn_texts(ctx)
+    query = match.ValueQuery(value, spec, fuzzy=True)
+    misplaced: list[tuple[symbolic.Span, symbolic.Role]] = []
+    for source, index, text in turn.sources:
+        if source == "history.agent" and index is not None and turn.declined(index):
+            continue
+        for hit in query.find(text):
+            span = symbolic.Span(source=source, index=index, start=hit.start, end=hit.end,
+                                 text=text[hit.start:hit.end])
+            role = symbolic.other_role(text, hit.start, hit.end, slot, wf)
+            if role is None and not turn.same_again:
+                role = symbolic.other_domain(text, hit.start, hit.end, slot, wf,
+                                             ctx.spec.workflows.values(), value)
+            if role is None and source != "history.agent" and not boolean and \
+                    symbolic._negated(text, hit.start):
+                role = symbolic.Role(frozenset(), "not")
+            if role is None:
+                return symbolic.Support(span, tuple(misplaced))
+            misplaced.append((span, role))
+    if not misplaced and spec is not None and spec.type == "number":
+        misplaced = symbolic._count_in_times(ctx, value, wf)
+    return symbolic.Support(None, tuple(misplaced))
+
+
+def test_slot_support_asks_declined_only_of_a_stating_offer() -> None:
+    """On every demo turn, every slot and every value written anywhere in the demo (so
+    values absent from a turn and values the agent offered are both asked), S1's support
+    is the one the declined-first loop gave."""
+    spec: SpecBundle = load_spec(demo.spec_path())
+    turns: list[Turn] = [r.turn for r in load_turns(demo.turns_path(), spec).records]
+    values = sorted({(s, v) for t in turns for s, v in (t.state_after or {}).items() if v})
+    asked = 0
+    for turn in turns:
+        ctx = make_context(spec, turn)
+        for slot, value in values:
+            if slot not in ctx.workflow.slots:
+                continue
+            assert symbolic.slot_support(ctx, slot, value) == _old_slot_support(
+                ctx, slot, value)
+            asked += 1
+    assert asked > 100
