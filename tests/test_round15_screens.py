@@ -16,6 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sage_tod import demo
+from sage_tod.compiler import detect
 from sage_tod.compiler.context import make_context
 from sage_tod.contracts.spec import SpecBundle, load_spec
 from sage_tod.contracts.turns import Turn, load_turns
@@ -149,3 +150,40 @@ def test_slot_support_asks_declined_only_of_a_stating_offer() -> None:
                 ctx, slot, value)
             asked += 1
     assert asked > 100
+
+
+def _without_lookahead(p: re.Pattern[str]) -> re.Pattern[str]:
+    """The pattern as it was: its first-character look-ahead taken out."""
+    out = re.sub(r"\(\?=(?:\[[^\]]*\]|\\d)\)", "", p.pattern, count=1)
+    assert out != p.pattern
+    return re.compile(out, p.flags)
+
+
+_LOOKAHEADS = {
+    "times._CLOCKISH": times._CLOCKISH, "times._HOUR_WORD": times._HOUR_WORD,
+    "symbolic._CLAUSE_END": symbolic._CLAUSE_END, "symbolic._SAME": symbolic._SAME,
+    "symbolic._CLOCK": symbolic._CLOCK, "detect._REFUSAL": detect._REFUSAL,
+}
+# every alternative of those patterns, in several cases, beside digits and separators
+_ALTERNATIVES = sorted({w for p in _LOOKAHEADS.values()
+                        for w in re.findall(r"[a-z']+(?: [a-z']+)*", p.pattern)})
+_LA_WORDS = [*_ALTERNATIVES, *(w.upper() for w in _ALTERNATIVES), *(
+    w.title() for w in _ALTERNATIVES), "7", "12", "7:30", "11.45", "half", "x", "but:30",
+    "nbut", "butter", "\u017fame", ",", ".", "?", " ", "-", "'"]
+la_texts = st.lists(st.sampled_from(_LA_WORDS), min_size=0, max_size=12).map(" ".join)
+la_glued = st.lists(st.sampled_from(_LA_WORDS), min_size=0, max_size=12).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(la_texts, la_glued), st.integers(min_value=0, max_value=80))
+@example("not that, but at 7 and around ten although it is the same", 40)
+def test_first_character_lookaheads_change_no_match(text: str, end: int) -> None:
+    """Each pattern with its look-ahead finds what it found without it, in the whole text
+    and up to an end position (as `symbolic._negated` searches)."""
+    for name, p in _LOOKAHEADS.items():
+        old = _without_lookahead(p)
+        for folded in (text, text.lower()):
+            assert ([(m.span(), m.groups()) for m in p.finditer(folded)]
+                    == [(m.span(), m.groups()) for m in old.finditer(folded)]), name
+            assert ([m.span() for m in p.finditer(folded, 0, end)]
+                    == [m.span() for m in old.finditer(folded, 0, end)]), name

@@ -64,8 +64,10 @@ _IMPLIED_CONFIRM = re.compile(
     r"i('ll| will) (go ahead and )?(book|reserve)|going ahead)\b")
 # "I will book a time later", "I'll book it once you decide": a promise, not a booking
 _DEFERRAL = re.compile(r"\b(later|once you|when you|after you|if you|as soon as)\b")
+# (the look-ahead lists the first letters of the words: a necessary condition, there to
+# be fast; tests/test_round15_screens.py)
 _REFUSAL = re.compile(
-    r"\b(not|n't|unable|cannot|can't|unfortunately|unsuccessful|failed|fail|no availability|"
+    r"(?=[nucfsawi])\b(not|n't|unable|cannot|can't|unfortunately|unsuccessful|failed|fail|no availability|"
     r"fully booked|sold out|already booked|couldn't|could not|wasn't|isn't)\b")
 # a booking announced, not done ("i will book it for you"), and words of one done
 _PROMISE = re.compile(r"\b(i will|i'll|i can|i could|let me|shall i|should i|"

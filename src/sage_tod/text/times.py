@@ -265,7 +265,7 @@ def _word_times(folded: str) -> list[tuple[int, int, frozenset[str]]]:
 
 
 # a number right after a time word: a time, unless the reader says why not
-_CLOCKISH = re.compile(r"\b(?:at|by|after|before|around|about|until|till)\s+(?:half\s+)?"
+_CLOCKISH = re.compile(r"(?=[abut])\b(?:at|by|after|before|around|about|until|till)\s+(?:half\s+)?"
                        r"(?:\d{1,2}\b|" + _HOUR_ALT + r")\b", re.IGNORECASE)
 
 
@@ -380,7 +380,7 @@ _SPACED_SCREEN = re.compile(r"\d [0-5]\d")
 # Screens for two readers (necessary conditions, tests/test_reading.py): both patterns
 # of `_word_times` read an hour word at a word start; `_bare_hours` keeps a number only
 # with `_PREFIX_RE` or `_SUFFIX_RE` around it, and each needs one of these words
-_HOUR_WORD = re.compile(r"\b(?:" + _HOUR_ALT + r")")
+_HOUR_WORD = re.compile(r"(?=[otfsen])\b(?:" + _HOUR_ALT + r")")
 _BARE_HOUR_NEEDLES = ("half", "quarter", "morning", "afternoon", "evening", "night")
 # one of them is in a text exactly when this finds one (literal words: a fast search)
 _BARE_HOUR_SCREEN = re.compile("|".join(_BARE_HOUR_NEEDLES))

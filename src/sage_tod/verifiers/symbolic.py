@@ -40,11 +40,14 @@ from sage_tod.verifiers.tool_checks import decide_tool_iuv, decide_tool_pc, deci
 
 PcState = Literal["after", "before"]
 # "No, thank you. What's the address?" declines the agent's offer to book, not the place
-_CLAUSE_END = re.compile(r"[,.;:!?]|\b(but|though|although|however)\b")
-_CLOCK = re.compile(r"\b(\d{1,2})[:.]\d{2}\b")
+# (Each `(?=[...])` in the patterns below lists the first characters of the words after
+# it: a necessary condition, there to be fast; without one, a pattern that starts with
+# `\b` is tried in full at every position of the text. tests/test_round15_screens.py)
+_CLAUSE_END = re.compile(r"[,.;:!?]|(?=[btah])\b(but|though|although|however)\b")
+_CLOCK = re.compile(r"(?=\d)\b(\d{1,2})[:.]\d{2}\b")
 _BOUND = re.compile(r"\b(later|earlier|than|after|before|more|less|over|under|past|"
                     r"until|till)\b")
-_SAME = re.compile(r"\b(same|as well|all of us|everyone|both|near|nearby|close to|"
+_SAME = re.compile(r"(?=[saebnc])\b(same|as well|all of us|everyone|both|near|nearby|close to|"
                    r"around there)\b")
 _LEADING_NO = re.compile(r"^\W*(no|nope|nah|not really)\b(?!\W*(thanks|thank you)\b)")
 _REJECTION_EXPLICIT = re.compile(
