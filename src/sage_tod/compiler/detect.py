@@ -67,8 +67,8 @@ _DEFERRAL = re.compile(r"\b(later|once you|when you|after you|if you|as soon as)
 # (the look-ahead lists the first letters of the words: a necessary condition, there to
 # be fast; tests/test_round15_screens.py)
 _REFUSAL = re.compile(
-    r"(?=[nucfsawi])\b(not|n't|unable|cannot|can't|unfortunately|unsuccessful|failed|fail|no availability|"
-    r"fully booked|sold out|already booked|couldn't|could not|wasn't|isn't)\b")
+    r"(?=[nucfsawi])\b(not|n't|unable|cannot|can't|unfortunately|unsuccessful|failed|fail|"
+    r"no availability|fully booked|sold out|already booked|couldn't|could not|wasn't|isn't)\b")
 # a booking announced, not done ("i will book it for you"), and words of one done
 _PROMISE = re.compile(r"\b(i will|i'll|i can|i could|let me|shall i|should i|"
                       r"would you like me to|do you want me to)\s+(go ahead and\s+)?"
