@@ -21,7 +21,7 @@ from sage_tod.compiler.context import make_context
 from sage_tod.contracts.spec import SpecBundle, load_spec
 from sage_tod.contracts.turns import Turn, load_turns
 from sage_tod.text import match, times
-from sage_tod.text.normalize import fold, token_text
+from sage_tod.text.normalize import basic_tokens, fold, token_text
 from sage_tod.text.sentences import Sentence, sentences
 from sage_tod.verifiers import symbolic
 
@@ -187,3 +187,44 @@ def test_first_character_lookaheads_change_no_match(text: str, end: int) -> None
                     == [(m.span(), m.groups()) for m in old.finditer(folded)]), name
             assert ([m.span() for m in p.finditer(folded, 0, end)]
                     == [m.span() for m in old.finditer(folded, 0, end)]), name
+
+
+def test_every_interrogative_holds_the_screen_words() -> None:
+    """`detect_requests` searches a sentence for the interrogatives only when it holds
+    "how" or "wh": every one of them does."""
+    assert all(detect._INTERROGATIVE_SCREEN.search(p) for p in detect._INTERROGATIVES)
+
+
+_REQ_WORDS = ["what", "time", "when", "how", "many", "long", "which", "day", "date",
+              "people", "would", "you", "like", "area", "price", "range", "cheap", "north",
+              "centre", "book", "please", "tell", "me", "the", "?", ".", ",", "What", "HOW",
+              "whenever", "show", "anyhow"]
+req_texts = st.lists(st.sampled_from(_REQ_WORDS), min_size=0, max_size=14).map(" ".join)
+
+
+def _old_detect_requests(turn: Turn, wf: symbolic.Workflow) -> list[detect.Request]:
+    """`detect_requests` without the interrogative screen and with a sentence tokenised
+    for every slot asked about (as it was)."""
+    saved = detect._INTERROGATIVE_SCREEN
+    detect._INTERROGATIVE_SCREEN = re.compile("")  # finds "" everywhere: never screens
+    try:
+        out = detect.detect_requests(turn, wf)
+    finally:
+        detect._INTERROGATIVE_SCREEN = saved
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(req_texts)
+@example("What time and for how many people would you like?")
+def test_request_screen_changes_no_request(agent: str) -> None:
+    spec = load_spec(demo.spec_path())
+    for wf in spec.workflows.values():
+        turn = Turn(dialogue_id="d", turn_id=0, workflow=wf.id, user="", agent=agent,
+                    state_before={}, state_after={})
+        assert detect.detect_requests(turn, wf) == _old_detect_requests(turn, wf)
+        for sent in sentences(agent):
+            joined = f" {' '.join(basic_tokens(sent.text))} "
+            for slot in wf.slots:
+                assert detect._names_a_value(sent.text, slot, wf, joined) == \
+                    detect._names_a_value(sent.text, slot, wf)

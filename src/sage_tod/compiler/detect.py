@@ -41,6 +41,9 @@ _INTERROGATIVES: dict[str, tuple[str, ...]] = {
 # each interrogative as a word pattern, compiled once (not per sentence)
 _INTERROGATIVE_RES = tuple((re.compile(rf"\b{phrase}\b"), types)
                            for phrase, types in _INTERROGATIVES.items())
+# every interrogative holds "how" or "wh": a sentence with neither is searched for none
+# of them (seven scans of the sentence spared, each tried at every position)
+_INTERROGATIVE_SCREEN = re.compile("how|wh")
 _STRONG_CONFIRM = [
     re.compile(p) for p in (
         r"\b(i|we)\s*(have|'ve|ve)\s+(now\s+|successfully\s+|just\s+|gone ahead and\s+)?"
@@ -121,7 +124,8 @@ def detect_requests(turn: Turn, wf: Workflow) -> list[Request]:
         folded = fold(sentence)
         toks = cue_tokens(sentence)
         hits = cues.slots_for(toks)
-        for pattern, types in _INTERROGATIVE_RES:
+        for pattern, types in (_INTERROGATIVE_RES if _INTERROGATIVE_SCREEN.search(folded)
+                               else ()):
             if pattern.search(folded):
                 for spec in wf.slots.values():
                     if spec.type in types:
@@ -130,7 +134,9 @@ def detect_requests(turn: Turn, wf: Workflow) -> list[Request]:
             continue
         # A sentence that already names a value of a slot proposes it ("a table
         # for Friday?"), it does not ask for it.
-        hits = {slot: n for slot, n in hits.items() if not _names_a_value(sentence, slot, wf)}
+        joined = f" {' '.join(basic_tokens(sentence))} "  # read once for every slot hit
+        hits = {slot: n for slot, n in hits.items()
+                if not _names_a_value(sentence, slot, wf, joined)}
         if not hits:
             continue
         # slots named by a cue of their own are separate requests ("what time and for
@@ -175,12 +181,16 @@ def agent_tables(wf: Workflow) -> _AgentTables:
     return _TABLES.of(wf)
 
 
-def _names_a_value(sentence: str, slot: str, wf: Workflow) -> bool:
+def _names_a_value(sentence: str, slot: str, wf: Workflow, joined: str | None = None
+                   ) -> bool:
+    """Does `sentence` name a value of `slot`? `joined` is the sentence's tokens joined
+    and padded with spaces, when the caller has them already (the same string for
+    every slot asked about)."""
     forms = _TABLES.of(wf).value_forms.get(slot)
     if not forms:
         return False
-    toks = basic_tokens(sentence)
-    joined = f" {' '.join(toks)} "
+    if joined is None:
+        joined = f" {' '.join(basic_tokens(sentence))} "
     return any(f in joined for f in forms)
 
 
