@@ -228,3 +228,22 @@ def test_request_screen_changes_no_request(agent: str) -> None:
             for slot in wf.slots:
                 assert detect._names_a_value(sent.text, slot, wf, joined) == \
                     detect._names_a_value(sent.text, slot, wf)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.one_of(st.sampled_from(sorted({p for ps in match.SPECIAL_WORDS.values() for p in ps}
+                                        | set(match.SPECIAL_WORDS))),
+                 st.text(alphabet="abcdefghilmnorstuvwxy", min_size=6, max_size=12)),
+       st.sampled_from(["", "x", "e", "s"]))
+def test_needle_typos_read_from_the_first_letter_table(word: str, tail: str) -> None:
+    """`_needles` reads the rewritten words whose pieces may be a typo of a long word from
+    `_SPECIAL_BY_FIRST`; the words it finds are those a scan of every one finds, in the
+    same order."""
+    w = word + tail
+    if not (len(w) >= 6 and w.isalpha()):
+        return
+    every = [raw for raw, pieces in match.SPECIAL_WORDS.items()
+             if any(match._same_or_typo(p, w) for p in pieces)]
+    table = [raw for raw, pieces in match._SPECIAL_BY_FIRST.get(w[0], ())
+             if any(match._same_or_typo(p, w) for p in pieces)]
+    assert table == every

@@ -94,7 +94,10 @@ class Cascade:
         if self.missing:  # say which configured stage would have been asked
             why = ("no available stage decided it; configured but not available: "
                    + "; ".join(f"{k} ({v})" for k, v in sorted(self.missing.items())))
-        results = [CriterionResult(it.criterion, Decision.abstain(why), None) for it in items]
+        # one answer for every item no stage has answered yet (a `Decision` is frozen, so
+        # the items can share it; each gets its own when a stage answers)
+        unanswered = Decision.abstain(why)
+        results = [CriterionResult(it.criterion, unanswered, None) for it in items]
         for stage in self.stages:
             idx = [i for i, r in enumerate(results)
                    if r.decided_by is None and stage.accepts(r.criterion)]

@@ -440,7 +440,7 @@ def _needles(forms: tuple[tuple[str, ...], ...], *, typo_able: bool, graded: boo
         elif typo_able and len(f[0]) >= 6 and f[0].isalpha():
             w, h = f[0], (len(f[0]) - 2) // 2
             out.update(dict.fromkeys((w[:h], w[len(w) - h:])))
-            out.update(dict.fromkeys(raw for raw, pieces in SPECIAL_WORDS.items()
+            out.update(dict.fromkeys(raw for raw, pieces in _SPECIAL_BY_FIRST.get(w[0], ())
                                      if any(_same_or_typo(p, w) for p in pieces)))
         if graded and len(f) == 1 and _gradable(f[0]):
             words += [f[0] + suffix for suffix in _GRADES]
@@ -450,6 +450,14 @@ def _needles(forms: tuple[tuple[str, ...], ...], *, typo_able: bool, graded: boo
 
 
 _ARTICLES = frozenset({"the", "a", "an"})  # the articles `_match_forms` strips off a name
+
+# `SPECIAL_WORDS`' items (in its order) under each first letter of their pieces: a piece
+# that is a word or a typo of it starts with the word's first letter (`_same_or_typo`),
+# so `_needles` asks only these of a word, not all of them
+_SPECIAL_BY_FIRST: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+for _raw, _parts in SPECIAL_WORDS.items():
+    for _first in dict.fromkeys(p[0] for p in _parts if p):
+        _SPECIAL_BY_FIRST.setdefault(_first, []).append((_raw, _parts))
 
 
 def _number_needles(n: str) -> tuple[str, ...]:
