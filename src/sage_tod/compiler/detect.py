@@ -134,9 +134,7 @@ def detect_requests(turn: Turn, wf: Workflow) -> list[Request]:
             continue
         # A sentence that already names a value of a slot proposes it ("a table
         # for Friday?"), it does not ask for it.
-        joined = f" {' '.join(basic_tokens(sentence))} "  # read once for every slot hit
-        hits = {slot: n for slot, n in hits.items()
-                if not _names_a_value(sentence, slot, wf, joined)}
+        hits = _unnamed(sentence, hits, wf)
         if not hits:
             continue
         # slots named by a cue of their own are separate requests ("what time and for
@@ -179,6 +177,17 @@ _TABLES: Derived[Workflow, _AgentTables] = Derived("detect.agent_tables", _Agent
 def agent_tables(wf: Workflow) -> _AgentTables:
     """The workflow's agent-turn tables, built the first time they are asked for."""
     return _TABLES.of(wf)
+
+
+def _unnamed(sentence: str, hits: dict[str, int], wf: Workflow) -> dict[str, int]:
+    """`hits` without the slots `sentence` names a value of (`_names_a_value`), the
+    sentence tokenised once for all of them, and only when one has values to name."""
+    forms = _TABLES.of(wf).value_forms
+    if not any(forms.get(slot) for slot in hits):
+        return dict(hits)
+    joined = f" {' '.join(basic_tokens(sentence))} "
+    return {slot: n for slot, n in hits.items()
+            if not _names_a_value(sentence, slot, wf, joined)}
 
 
 def _names_a_value(sentence: str, slot: str, wf: Workflow, joined: str | None = None

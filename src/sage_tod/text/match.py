@@ -81,21 +81,13 @@ class Reading:
     tokenising them.
     """
 
-    __slots__ = ("_by_token", "_spread", "_toks", "folded", "text")
+    __slots__ = ("_by_token", "_toks", "folded", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.folded = token_text(text)
         self._toks: tuple[Token, ...] | None = None
         self._by_token: dict[str, list[int]] = {}
-        self._spread: str | None = None
-
-    def spread(self) -> str:
-        """`folded` with the tokens of each rewritten word after it (`_may_be_similar`'s
-        string, the same for every name looked for in this text)."""
-        if self._spread is None:
-            self._spread = _spread(self.folded)
-        return self._spread
 
     @property
     def indexed(self) -> bool:
@@ -375,7 +367,7 @@ class ValueQuery:
             if n in folded:
                 break
         else:
-            if not self.similar or not _may_be_similar(folded, self.similar, r):
+            if not self.similar or not _may_be_similar(folded, self.similar):
                 return []
         forms = self.plan.forms
         for fz in ((False, True) if self.plan.typo_able else (False,)):
@@ -514,12 +506,7 @@ def _with_tokens(m: re.Match[str]) -> str:
     return m.group() + "".join(SPECIAL_WORDS[m.group()])
 
 
-def _spread(folded: str) -> str:
-    """`folded` with each word the tokenizer rewrites followed by its tokens."""
-    return _SPECIAL_RE.sub(_with_tokens, folded)
-
-
-def _may_be_similar(folded: str, name: Sequence[str], r: Reading | None = None) -> bool:
+def _may_be_similar(folded: str, name: Sequence[str]) -> bool:
     """False only when no window of the text can pass `_similar_spans` for `name`.
 
     A window's tokens, spaces left out, are a subsequence of the text's `token_text` with
@@ -530,8 +517,7 @@ def _may_be_similar(folded: str, name: Sequence[str], r: Reading | None = None) 
     2B / (B + |name|) (2M / (|window| + |name|) with |window| >= M grows with M); below
     the threshold, by a margin no rounding crosses, no window passes."""
     want = " ".join(name)
-    # the spread string depends on the text alone: worked out once per `Reading` of it
-    spread = _spread(folded) if r is None else r.spread()
+    spread = _SPECIAL_RE.sub(_with_tokens, folded)
     bound = min(len(want), LCSseq.similarity(spread, want.replace(" ", "")) + len(name) - 1)
     return 2.0 * bound / (bound + len(want)) >= _NAME_RATIO - 1e-9
 
