@@ -359,7 +359,8 @@ _MAYBE_TIME = re.compile(r"\d|noon|midday|midnight|" + _HOUR_ALT)
 # The same test as two searches the regex engine runs fast: a pattern that starts with a
 # character class, or with literal words only, skips to the characters that can start a
 # match; one that starts with `\d|noon|...` or `\b` tries a match at every position.
-# `_MAYBE_TIME` matches somewhere exactly when one of its alternatives does.
+# `_MAYBE_TIME` matches somewhere exactly when one of its alternatives does (and the
+# look-ahead on `_TIME_RE` above is the same idea for a pattern that must stay whole).
 _DIGIT = re.compile(r"\d")
 _TIME_WORD = re.compile(r"noon|midday|midnight|" + _HOUR_ALT)
 
@@ -370,7 +371,7 @@ def _maybe_time(folded: str) -> bool:
 
 
 # Screens of the same kind for two readers whose patterns start with `\b` (necessary
-# conditions, tests/test_reading.py): a `_HOURS_RE` match is four digits, an optional
+# conditions, tests/test_round15_screens.py): a `_HOURS_RE` match is four digits, an optional
 # space and "h" ("1830 hours"), and a `_SPACED_RE` match holds a digit, a space and two
 # digits ("12 30"), so a text without those strings has no match.
 _HOURS_SCREEN = re.compile(r"\d{4}\s?h")
