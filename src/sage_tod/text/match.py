@@ -168,12 +168,33 @@ def is_negated(text: str, start: int, since: int = 0) -> bool:
     three before an "or" among them do ("not too pricey or cheap"). Only tokens that
     begin at or after `since` count (a clause start). The six tokens this reads are found
     by binary search: callers ask once per candidate value of a possibly long text."""
-    before = tokens_before(text, start, 6, since)
+    before = _words(tokens_before(text, start, 9, since))[-6:]
     window = before[-3:]
-    if any(t in _NEGATION for t in window):
+    if any(_negates(t) for t in window):
         return True
     joins = [i for i, t in enumerate(before) if t in _JOINERS and i >= len(before) - 3]
-    return bool(joins) and any(t in _NEGATION for t in before[max(0, joins[0] - 3):joins[0]])
+    return bool(joins) and any(_negates(t) for t in before[max(0, joins[0] - 3):joins[0]])
+
+
+# the pieces a contraction's apostrophe splits off ("don't" is "don", "t"; MultiWOZ's
+# "do n't" is "do", "n", "t"): part of the word before, so that a window of three words
+# holds "don't want a" before "guesthouse"
+_CLITICS = frozenset({"t", "s", "d", "ll", "re", "ve", "m"})
+
+
+def _words(tokens: list[str]) -> list[str]:
+    out: list[str] = []
+    for t in tokens:
+        if t in _CLITICS and out:
+            out[-1] = out[-1] + "'" + t
+        else:
+            out.append(t)
+    return out
+
+
+def _negates(word: str) -> bool:
+    """A negation word, or a contraction of "not" ("don't", "wouldn't", "n't")."""
+    return word in _NEGATION or word.endswith("n't")
 
 
 def text_tokens(text: str) -> frozenset[str]:
