@@ -121,6 +121,21 @@ def test_spec_carries_the_corpus_conventions() -> None:
     assert "pricey" not in price.table and "posh" not in price.table
 
 
+def test_spec_carries_area_words_and_the_database_cuisines() -> None:
+    # "in the southern part of town" (val MUL0065), "on the Eastside" (val MUL1615); the
+    # adjective alone is left out ("Northern European cuisine" is food)
+    bundle = parse_spec(multiwoz.compile_spec(FIX))
+    area = bundle.workflows["restaurant"].slots["restaurant-area"]
+    assert area.table["southern part"] == "south" and area.table["eastside"] == "east"
+    assert "northern" not in area.table
+    # the cuisines the restaurant database serves are the food slot's catalogue: the
+    # slot stays free (a cuisine no restaurant serves is still a value)
+    food = bundle.workflows["restaurant"].slots["restaurant-food"]
+    served = sorted({r["food"] for r in json.loads(
+        (FIX / "multiwoz" / "db" / "restaurant_db.json").read_text())})
+    assert food.type == "free" and list(food.values) == served
+
+
 def test_required_rule_thresholds_and_or_groups() -> None:
     """Required = filled in >= 50% of completions; outcome needs >= 95%; two same-type slots
     that are each below 95% but together above it form an or-group."""

@@ -213,9 +213,34 @@ _PRICE_SYNONYMS: dict[str, tuple[str, ...]] = {
     "expensive": ("high end", "high-end", "upscale", "luxury", "luxurious"),
 }
 
+# other words for an area: the adjective only before "part" ("in the northern part of
+# town"; "Northern European cuisine" is food), and the one-word sides ("on the Eastside")
+_AREA_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "centre": (),
+    "east": ("eastern part", "eastside"),
+    "north": ("northern part", "northside"),
+    "south": ("southern part", "southside"),
+    "west": ("western part", "westside"),
+}
+
+
+# free slots whose values the database lists, read as the slot's catalogue
+_CATALOGUE_FIELDS = frozenset({"food"})
+
+
+def _catalogue(domain: str, root: Path | None) -> dict[str, list[str]]:
+    out: dict[str, set[str]] = {}
+    for r in _db_records(domain, root):
+        for k, v in r.items():
+            if k in _CATALOGUE_FIELDS and isinstance(v, str) and v.strip():
+                out.setdefault(k, set()).add(v.strip().lower())
+    return {k: sorted(v) for k, v in out.items()}
+
 
 def _workflow(service: Mapping[str, Any], stats: CompletionStats, onto: Mapping[str, list[str]],
-              db_keys: frozenset[str]) -> dict[str, Any]:
+              db_keys: frozenset[str], catalogue: Mapping[str, list[str]] | None = None
+              ) -> dict[str, Any]:
+    catalogue = catalogue or {}
     domain = service["service_name"]
     slots = informable_slots(service)
     by_name = {s["name"]: s for s in service["slots"]}
@@ -225,6 +250,11 @@ def _workflow(service: Mapping[str, Any], stats: CompletionStats, onto: Mapping[
         s = by_name[name]
         types[name] = _slot_type(s, onto.get(name, []))
         doc: dict[str, Any] = {"name": name, "description": s["description"], "type": types[name]}
+        field = name.split("-", 1)[1]
+        if types[name] == "free" and field in _CATALOGUE_FIELDS and catalogue.get(field):
+            # the agent's own database lists the values ("a modern European restaurant",
+            # MultiWOZ val SNG0550): the spec carries it as the slot's catalogue
+            doc["values"] = list(catalogue[field])
         if types[name] == "categorical":
             values = [str(v) for v in s["possible_values"]]
             if {"yes", "free"} <= set(values):
@@ -238,6 +268,10 @@ def _workflow(service: Mapping[str, Any], stats: CompletionStats, onto: Mapping[
                 # "a high end Indian restaurant" (MultiWOZ SNG0547): the price range in
                 # words the value list lacks ("moderately priced" its readers find already)
                 doc["synonyms"] = {v: list(f) for v, f in _PRICE_SYNONYMS.items() if f}
+            elif set(values) == set(_AREA_SYNONYMS):
+                # "in the southern part of town" (MultiWOZ val MUL0065), "on the
+                # Eastside" (MUL1615)
+                doc["synonyms"] = {v: list(f) for v, f in _AREA_SYNONYMS.items() if f}
             doc["values"] = values
         slot_docs.append(doc)
     declared = dedupe(s for it in service["intents"] for s in it["required_slots"])
@@ -296,7 +330,8 @@ def compile_spec(root: Path | None = None) -> SpecDoc:
         service = schema[dom]
         transactional = any(it["is_transactional"] for it in service["intents"])
         stats = completion_stats(val, dom, informable_slots(service), transactional)
-        workflows.append(_workflow(service, stats, onto, db_attributes(dom, root)))
+        workflows.append(_workflow(service, stats, onto, db_attributes(dom, root),
+                                   _catalogue(dom, root)))
     return {"version": 1, "workflows": workflows}
 
 
