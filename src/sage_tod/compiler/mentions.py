@@ -44,8 +44,9 @@ SOURCES: tuple[Source, ...] = get_args(Source)
 class Mention:
     """A value a reader found at [start, end) of u_t for one of `slots`.
 
-    `confidence` caps the extraction's confidence and `floor` raises it (the resolver
-    computes it from the number of candidate slots left: `resolve._confidence`);
+    `confidence` caps the extraction's confidence (1.0: no cap) and `floor` raises it
+    (the resolver computes it from the number of candidate slots left:
+    `resolve._confidence`);
     `narrowed` are the slots the reader already chose among `slots` (else the resolver
     narrows them by the words before the value). For a waiver and an accepted offer the
     reader's `confidence` is the extraction's as it stands.
@@ -57,7 +58,7 @@ class Mention:
     end: int
     source: Source
     alternatives: tuple[str, ...] = ()
-    confidence: float | None = None
+    confidence: float = 1.0
     narrowed: tuple[str, ...] | None = None
     floor: float | None = None
 

@@ -168,15 +168,14 @@ class _Resolution(Claims):
             source, floor = "categorical", max(floor or 0.0, EXACT)
         elif inside(u.entity_questions, s):  # in a searching question: a constraint, not sure
             floor = None
-            confidence = min(confidence if confidence is not None else 1.0, LIKELY)
+            confidence = min(confidence, LIKELY)
         cands = list(m.slots)
         narrowed = (list(m.narrowed) if m.narrowed is not None
                     else disambiguate(u.text, s, cands, self.wf))
         conf = _confidence(len(narrowed), len(narrowed) < len(cands))
         if floor is not None:
             conf = max(conf, floor)
-        if confidence is not None:
-            conf = min(conf, confidence)
+        conf = min(conf, confidence)  # every confidence is at most 1.0, the default cap
         self.taken.add(s, m.end)
         self.out.append(Extraction(m.value, tuple(narrowed), s, m.end, conf, source,
                                    m.alternatives))
@@ -192,7 +191,7 @@ class _Resolution(Claims):
                     # "include free wifi": the synonym "free" read it already; the verb
                     # makes it sure
                     self.out[i] = Extraction(ex.value, ex.candidates, ex.start, ex.end,
-                                             max(ex.confidence, m.confidence or 0.0),
+                                             max(ex.confidence, m.confidence),
                                              ex.source, ex.alternatives)
                     return
         self.add(m)
@@ -201,12 +200,12 @@ class _Resolution(Claims):
         if self.taken.overlaps(m.start, m.end):
             return
         self.taken.add(m.start, m.end)
-        self.out.append(Extraction(m.value, m.slots, m.start, m.end, m.confidence or 0.0,
+        self.out.append(Extraction(m.value, m.slots, m.start, m.end, m.confidence,
                                    "dontcare"))
 
     def accept(self, m: Mention) -> None:
         if not any(m.slot in ex.candidates for ex in self.out):
-            self.out.append(Extraction(m.value, m.slots, m.start, m.end, m.confidence or 0.0,
+            self.out.append(Extraction(m.value, m.slots, m.start, m.end, m.confidence,
                                        "accepted_offer"))
 
 

@@ -417,7 +417,7 @@ def dates(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
         elif m.form == "num":
             conf = min(conf or 1.0, LIKELY)
         out.append(Mention(m.text, tuple(date_slots), m.start, m.end, "date",
-                           narrowed=tuple(cands), confidence=conf,
+                           narrowed=tuple(cands), confidence=1.0 if conf is None else conf,
                            floor=conf if conf == EXACT else None))
     return out
 
@@ -595,7 +595,7 @@ def recorded(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
             # the words before point at another free slot, so the slot is a guess
             others = [n for n, sp in wf.slots.items() if sp.type == "free" and n not in slots]
             pointed = disambiguate(text, hit.start, [*slots, *others], wf) if others else slots
-            weak = GUESS if not set(pointed) & set(slots) else None
+            weak = GUESS if not set(pointed) & set(slots) else 1.0
             out.append(Mention(value, tuple(slots), hit.start, hit.end, "state",
                                confidence=weak))
     return out
