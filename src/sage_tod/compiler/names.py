@@ -1,7 +1,7 @@
 """Names the user types: "a restaurant called Dojo Noodle Bar", "book a table at Royal Spice".
 
 An entity's name is a free value no schema lists (unless the spec carries a
-catalogue, which `_categorical` in extract.py reads), so it is found by the
+catalogue, which `values.categorical` reads), so it is found by the
 words that introduce it: a naming cue ("called", "named", "the name is"), or
 a request about one place ("information on", "directions to", "a reservation
 at", "let's go with"). What follows the cue, up to the clause's end or a word
