@@ -181,7 +181,7 @@ def find_typed_names(turn: UserTurn | Turn, wf: Workflow) -> list[Mention]:
             capital = value[:1].isupper()
             conf = (CERTAIN if (naming and capital) or headed
                     else LIKELY if capital or naming else GUESS)
-            if _offered(u, value):
+            if u.agent_said(value):
                 conf = CERTAIN  # "Let's go with the Copper Kettle" from the agent's list
             out.append(_typed(slot, value, span[0], span[1], conf))
     picked = _picked(u, others)
@@ -317,11 +317,6 @@ def _titled(value: str) -> bool:
     """Every word but a joiner is capitalised ("All Saint 's Church", "Cambridge Punter")."""
     words = [w for w in value.split() if w.lower() not in _JOINERS]
     return len(words) > 1 and all(w[:1].isupper() for w in words)
-
-
-def _offered(u: UserTurn, value: str) -> bool:
-    """The agent named `value` in one of its last two turns."""
-    return any(find_value(h.agent, value, None) for h in (u.turn.history or ())[-2:])
 
 
 def _picked(u: UserTurn, others: AbstractSet[str]) -> tuple[str, int, int] | None:

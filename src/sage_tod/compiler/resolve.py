@@ -9,13 +9,25 @@ decides it (the old extractor's call order did, implicitly).
 `resolve` runs the readers (`extract.READERS`, each with the sources it yields) in the
 rank of their sources, and resolves each reader's mentions, sorted by rank (stable: a
 reader's own order within one source), before the next reader runs. A reader gets a
-read-only view of the claims so far (`mentions.Claims`), which is exactly what the old
-blackboard let it see while reading: `values.categorical` depends on it, the others
-only skip work by it. Resolving a reader's mentions as a batch rather than one by one
-changes nothing, since no reader consults the claims after it yields its first mention
-(`values.py`); and the batch's sort puts a reader's claim-only mentions (`time_held`,
-`date_held`) after its values, where the old readers claimed them. Each source has one
-step (`_STEPS`):
+read-only view of the claims so far (`mentions.Claims`).
+
+Why this is the old blackboard's behaviour exactly. The old readers called `free()`
+while reading and `add()` as they went; a reader now returns its whole batch first. (1)
+`values.categorical` checked `free()` only before its first `add()`, so it sees the same
+claims (those of higher-ranked sources) either way, and it must see them: a form on a
+claimed span is not entered, so a shorter overlapping form may be. (2) `counts`,
+`places` and `people` checked `free()` on a mention's span just before adding it, and
+kept no state from one mention to the next; a check that no longer sees the reader's
+own earlier mentions lets such a mention through, and the resolver, checking the same
+predicate against the same claims at the same point of the sequence (the source they
+passed reads as the source they add under), drops it. (3) `times` and `dates` claimed
+the spans of the values s_t may hold after all their values; these are now claim-only
+mentions ranked right after the reader's values, so the batch's sort claims them at
+the same point. (4) The descriptor merge, the waiver and the acceptance rule read the
+extractions and claims the readers before them left, which is what the resolver holds
+when their batches come. `tests/test_golden.py` and the bench slices are identical.
+
+Each source has one step (`_STEPS`):
 
 - `_add` (values): dropped when its span is claimed, inside a question about an entity
   (unless the source may be read there), or negated; its slots narrowed by the words

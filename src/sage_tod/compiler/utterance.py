@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.dates import DateMention, find_dates
-from sage_tod.text.match import is_negated, text_tokens
+from sage_tod.text.match import find_value, is_negated, text_tokens
 from sage_tod.text.normalize import Token, basic, tokens_with_spans
 from sage_tod.text.sentences import Sentence, sentences
 from sage_tod.text.times import TimeMention, find_times
@@ -94,6 +94,11 @@ class UserTurn:
         """`turn` as read by the extractor: a `Turn` is read here, without the turn
         context's states (a caller outside the extractor: tests, tools)."""
         return turn if isinstance(turn, UserTurn) else UserTurn(turn)
+
+    def agent_said(self, value: str) -> bool:
+        """The agent said `value` in one of its last two turns (the user may be echoing
+        it, or picking it from a list)."""
+        return any(find_value(h.agent, value, None) for h in (self.turn.history or ())[-2:])
 
     @property
     def last_agent(self) -> str:

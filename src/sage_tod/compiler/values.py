@@ -5,13 +5,13 @@ Each reader takes the turn analysis (`utterance.UserTurn`), the workflow, and a
 read-only view of the spans the resolver has claimed for higher-ranked sources
 (`mentions.Claims`), and returns `Mention`s in the order it read them; the resolver
 (`resolve.py`) decides which survive. A reader consults the claims only where the old
-blackboard did so while reading, and with the same view it had then (every
-higher-ranked mention resolved, none of its own):
+blackboard did so while reading (why the results are the same: `resolve.py`):
 
-- `categorical` must: a form whose span is claimed (by a value s_t records) is not
-  entered, so a shorter form that overlaps it may be, which changes what it reads;
+- `categorical` must, and sees what it saw then (every higher-ranked mention
+  resolved): a form whose span is claimed (by a value s_t records) is not entered, so
+  a shorter form that overlaps it may be, which changes what it reads;
 - `counts`, `places` and `people` skip a claimed span only to save work: the resolver
-  rejects a mention on a claimed span anyway.
+  drops a mention on a claimed span anyway, their own earlier mentions included.
 
 A clock time or a date s_t may hold is returned as a claim-only mention
 (`time_held`, `date_held`): its words must not be read again as a count, and the
@@ -34,7 +34,6 @@ from sage_tod.compiler.mentions import Claims, Mention
 from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.criteria import EXACT
 from sage_tod.contracts.spec import Derived, Workflow
-from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import normalize_boolean
 from sage_tod.text.dates import date_key, same_day
 from sage_tod.text.match import Found, find_value
@@ -468,7 +467,7 @@ def places(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
             continue
         # the user repeats a place the agent offered: a reference to the offer, not a
         # new constraint, when s_t already has a value for the slot
-        if _offered(u.turn, m.core):
+        if u.agent_said(m.core):
             if any(c in after for c in narrowed):
                 continue
             conf, strong = min(conf, GUESS), False
@@ -485,12 +484,6 @@ def places(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
 def _states(text: str, value: str) -> bool:
     """`text` names `value` (or its part before a ", CA" suffix)."""
     return bool(find_value(text, value, None) or find_value(text, value.partition(",")[0], None))
-
-
-def _offered(turn: Turn, value: str) -> bool:
-    """The agent said `value` in one of its last two turns (the user may be echoing it)."""
-    history = turn.history or ()
-    return any(find_value(h.agent, value, None) for h in history[-2:])
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -568,7 +561,7 @@ def people(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
             continue  # s_t records the name (perhaps with more words)
         if all(c in after and _states(u.text, after[c]) for c in cands):
             continue
-        if _offered(u.turn, span.text):
+        if u.agent_said(span.text):
             if any(c in after for c in cands):
                 continue
             conf = min(conf, GUESS)
