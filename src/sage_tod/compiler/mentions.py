@@ -8,8 +8,8 @@ priority its table gives each source, applies the free / question / negation che
 and the confidence rules, and turns the survivors into `Extraction`s, the records the
 compiler (`compile._iuv`) and the tool-call reader use.
 
-The sources are a closed set (`Source`): the resolver's priority table has one row for
-each, and `tests/test_resolver.py` checks that it does.
+The sources are a closed set (`Source`): the resolver's priority table ranks each once,
+and `tests/test_resolver.py` checks that it does.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 Two readers may read the same words ("free" is the internet's synonym and the start of
 "free parking"; "Cambridge" a place and part of a recorded name), so each character of
-u_t goes to at most one value. `PRIORITY` says who wins, one row per source, highest
-first, with the reason; the resolver claims spans in that order and nothing else
-decides it (the old extractor's call order did, implicitly).
+u_t goes to at most one value. `PRIORITY` says who wins, one row per rank (a source, or
+the two one reader reads in span order), highest first, with the reason; the resolver
+claims spans in that order and nothing else decides it (the old extractor's call order
+did, implicitly).
 
 `resolve` runs the readers (`extract.READERS`, each with the sources it yields) in the
 rank of their sources, and resolves each reader's mentions, sorted by rank (stable: a
@@ -128,8 +129,9 @@ class Reader:
 
 def plan(readers: Sequence[Reader]) -> tuple[Reader, ...]:
     """The readers in the rank of their sources. Each reader's sources must be ranked
-    together (no other reader's source between them) and every source read by exactly one
-    reader: otherwise no order of readers resolves the mentions in rank order."""
+    together (no other reader's source between them) and no source read by two readers:
+    otherwise no order of readers resolves the mentions in rank order (that every source
+    has a reader is `tests/test_resolver.py`'s to check)."""
     seen: dict[Source, Reader] = {}
     for r in readers:
         for src in r.sources:
