@@ -9,7 +9,11 @@ both sides: what the losing reader reads on its own, and that the resolver drops
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sage_tod.compiler import values
 from sage_tod.compiler.descriptors import find_descriptors
@@ -23,6 +27,7 @@ from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.criteria import EXACT
 from sage_tod.contracts.spec import SpecBundle, Workflow, parse_spec
 from sage_tod.contracts.turns import Turn, parse_turn
+from sage_tod.text.match import is_negated
 from test_extract_natural import SPEC
 
 
@@ -219,3 +224,29 @@ def test_the_question_flags_are_the_turn_analysis() -> None:
     # PMUL2917 turn 2: "not" three words back, in the same clause, negates; a comma ends it
     neg = UserTurn(_turn("restaurant", "No , the 8th ."))
     assert not neg.negated(neg.text.index("8th"))
+
+
+# -- the clause negation moved into the turn analysis -----------------------------------------
+
+_OLD_NEGATION = re.compile(r"\b(?:not|no|never|without|nt|n't|dont|doesnt|isnt)\b|n't\b",
+                           re.IGNORECASE)
+
+
+def _old_clause_negated(text: str, start: int) -> bool:
+    """`descriptors.clause_negated` as it was: the clause cut from a 120-character window."""
+    clause = re.split(r"[,.;:!?]", text[max(0, start - 120):start])[-1]
+    return bool(_OLD_NEGATION.search(clause)) or is_negated(text, start)
+
+
+_NEG_WORDS = ["it", "does", "n't", "need", "not", "no", "free", "parking", "wifi", ",", ".",
+              "?", "but", "I", "want", "never", "without", "dont", "a", "long", "clause",
+              "knot", "nothing", "wifi!", "x" * 40]
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(st.sampled_from(_NEG_WORDS), min_size=0, max_size=30))
+def test_clause_negation_reads_as_it_did(words: list[str]) -> None:
+    text = " ".join(words)
+    u = UserTurn(_turn("hotel", text))
+    for at in range(len(text) + 1):
+        assert u.clause_negated(at) == _old_clause_negated(text, at), (text, at)

@@ -31,7 +31,6 @@ from sage_tod.contracts.criteria import EXACT
 from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import normalize_boolean
-from sage_tod.text.match import is_negated
 from sage_tod.text.normalize import basic
 from sage_tod.text.sentences import Sentence
 
@@ -73,8 +72,6 @@ _WANT_AMENITY = re.compile(
     r"\s+(?:free\s+|some\s+|a\s+)?(wifi|wi-fi|internet|parking|car park)\b", re.IGNORECASE)
 
 
-_NEGATION = re.compile(r"\b(?:not|no|never|without|nt|n't|dont|doesnt|isnt)\b|n't\b",
-                       re.IGNORECASE)
 
 
 def _descriptor(value: str, slots: tuple[str, ...], start: int, end: int, confidence: float
@@ -89,12 +86,6 @@ def _comparative(word: str) -> bool:
     """"cheaper", "nicer", "certain": a degree or a determiner, not a cuisine."""
     w = word.lower()
     return (len(w) > 4 and w.endswith(("er", "est"))) or w in {"certain", "particular"}
-
-
-def clause_negated(text: str, start: int) -> bool:
-    """A negation in the clause before `start` ("doesn't need to have", "no")."""
-    clause = re.split(r"[,.;:!?]", text[max(0, start - 120):start])[-1]
-    return bool(_NEGATION.search(clause)) or is_negated(text, start)
 
 
 def _bare_cuisine(u: UserTurn, first: Sentence) -> tuple[str, int] | None:
@@ -190,14 +181,14 @@ def _read_descriptors(turn: UserTurn | Turn, wf: Workflow) -> list[Mention]:
                         continue
                     value = " ".join(words)
                     start = m.start(1) + m.group(1).rfind(value)
-                    if clause_negated(text, start):
+                    if u.clause_negated(start):
                         continue
                     out.append(_descriptor(basic(value), (foods[0],), start,
                                            start + len(value),
                                            LIKELY if len(foods) == 1 else SPLIT))
         if yes and not asks:
             for m in _WANT_AMENITY.finditer(text, sent.start, sent.end):
-                if clause_negated(text, m.start()):
+                if u.clause_negated(m.start()):
                     continue  # "it doesn't need to have free parking"
                 hits = cues.slots_for(cue_tokens(m.group(1)))
                 slots = tuple(s for s in yes if hits.get(s))

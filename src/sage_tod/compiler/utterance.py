@@ -48,6 +48,9 @@ _WHAT_QUESTION = re.compile(r"^\s*(what'?s|what is|what are|what will|could you 
 _SEARCH_FOR_ENTITIES = re.compile(
     r"^\s*(?:are there any|are there|is there any|is there an?|do you have any|do you have an?"
     r"|are any)\b", re.IGNORECASE)
+# a negation anywhere in a clause ("It doesn't need to have free parking")
+_NEGATION = re.compile(r"\b(?:not|no|never|without|nt|n't|dont|doesnt|isnt)\b|n't\b",
+                       re.IGNORECASE)
 # "a hotel, as opposed to a guesthouse", "rather than the north": the value is contrasted
 _CONTRASTED = re.compile(r"\b(?:as opposed to|rather than|instead of|other than)"
                          r"\s+(?:an?\s+|the\s+)?$", re.IGNORECASE)
@@ -161,6 +164,15 @@ class UserTurn:
         if _CONTRASTED.search(self.text, max(since, at - 24), at):
             return True
         return is_negated(self.text, at, since=since)
+
+    def clause_negated(self, at: int) -> bool:
+        """A negation anywhere in the clause before `at`, at most 120 characters back
+        ("It doesn't need to have free parking", "no"), or among the three words before
+        it: the wider scope, for a wish said with a verb (`descriptors.py`) or a yes/no
+        value ("free parking"), where the negation may sit far before the value."""
+        text = self.text
+        clause = text[max(0, at - 120, self.clause_start(at)):at]
+        return bool(_NEGATION.search(clause)) or is_negated(text, at)
 
     @property
     def entity_questions(self) -> Spans:

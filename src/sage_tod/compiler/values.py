@@ -28,7 +28,6 @@ from itertools import pairwise
 from sage_tod.compiler.assign import PREP_HINTS, disambiguate
 from sage_tod.compiler.confidence import GUESS, LIKELY
 from sage_tod.compiler.cues import SlotCues, cue_tokens, domain_words, slot_cues
-from sage_tod.compiler.descriptors import clause_negated
 from sage_tod.compiler.lexicon import lexicon
 from sage_tod.compiler.mentions import Claims, Mention
 from sage_tod.compiler.utterance import UserTurn
@@ -146,7 +145,7 @@ def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
                 continue
             if any(normalize_boolean(after.get(c, "")) == truth for c in cued):
                 continue  # "free wifi" recorded as internet=yes
-            if clause_negated(text, s):
+            if u.clause_negated(s):
                 continue  # "It doesn't need to have free parking": not a wish for it
             narrowed = disambiguate(text, s, cued, wf) if len(cued) > 1 else cued
             asked = (len(narrowed) == 1 and wf.slots[narrowed[0]].recorded_when_asked
