@@ -1,7 +1,8 @@
 """How sure a reading of u_t is: the extractor's one table of confidence levels.
 
-Every reader of the text extractor (`extract.py`, `offers.py`, `names.py`,
-`dontcare.py`, `descriptors.py`) gives the value it reads one of these levels, and
+Every reader of the text extractor (`values.py`, `offers.py`, `names.py`,
+`dontcare.py`, `descriptors.py`) gives the value it reads one of these levels (the
+resolver, `resolve.py`, derives one from the number of candidate slots), and
 the level decides who judges the criterion it compiles into: at `EXACT` or above
 (with one candidate slot) S1 decides IUV on the extraction alone; below it S2 reads
 u_t; below `EXTRACTION_FLOOR` the value is dropped. The levels are named for what

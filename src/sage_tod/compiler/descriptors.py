@@ -22,17 +22,17 @@ the cuisine.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 from sage_tod.compiler.confidence import CERTAIN, LIKELY, SPLIT
 from sage_tod.compiler.cues import cue_tokens, slot_cues
+from sage_tod.compiler.mentions import Mention
+from sage_tod.compiler.utterance import UserTurn
+from sage_tod.contracts.criteria import EXACT
 from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import normalize_boolean
-from sage_tod.text.match import is_negated
 from sage_tod.text.normalize import basic
-from sage_tod.text.sentences import Sentence, sentences
+from sage_tod.text.sentences import Sentence
 
 _FOOD_SLOT = re.compile(r"\b(?:food|cuisine|cuisines)\b", re.IGNORECASE)
 _BEFORE_HEAD = re.compile(r"\b([A-Za-z]+(?: [A-Za-z]+)?) (?:food|cuisine|restaurants?|dishes)\b")
@@ -72,19 +72,14 @@ _WANT_AMENITY = re.compile(
     r"\s+(?:free\s+|some\s+|a\s+)?(wifi|wi-fi|internet|parking|car park)\b", re.IGNORECASE)
 
 
-_NEGATION = re.compile(r"\b(?:not|no|never|without|nt|n't|dont|doesnt|isnt)\b|n't\b",
-                       re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Descriptor:
-    """A value for `slots` said at [start, end) of u_t."""
-
-    value: str
-    slots: tuple[str, ...]
-    start: int
-    end: int
-    confidence: float
+def _descriptor(value: str, slots: tuple[str, ...], start: int, end: int, confidence: float
+                ) -> Mention:
+    """A value for `slots` said at [start, end) of u_t: exact when the phrase makes it
+    sure; its slots are the ones the phrase chose."""
+    return Mention(value, slots, start, end, "descriptor", confidence=confidence,
+                   narrowed=slots, floor=EXACT if confidence >= EXACT else None)
 
 
 def _comparative(word: str) -> bool:
@@ -93,17 +88,11 @@ def _comparative(word: str) -> bool:
     return (len(w) > 4 and w.endswith(("er", "est"))) or w in {"certain", "particular"}
 
 
-def clause_negated(text: str, start: int) -> bool:
-    """A negation in the clause before `start` ("doesn't need to have", "no")."""
-    clause = re.split(r"[,.;:!?]", text[max(0, start - 120):start])[-1]
-    return bool(_NEGATION.search(clause)) or is_negated(text, start)
-
-
-def _bare_cuisine(turn: Turn, first: Sentence) -> tuple[str, int] | None:
+def _bare_cuisine(u: UserTurn, first: Sentence) -> tuple[str, int] | None:
     """The cuisine a reply of one or two words gives to the agent's question about the
     food ("British ?   My favorite ." to "what type of food are you suddenly hungry for?"),
     with its offset; None when the agent asked no such thing or the words are no cuisine."""
-    if not _agent_asked_food(turn):
+    if not _agent_asked_food(u):
         return None
     m = _BARE_ANSWER.match(first.text)
     if m is None:
@@ -115,9 +104,9 @@ def _bare_cuisine(turn: Turn, first: Sentence) -> tuple[str, int] | None:
     return m.group(1), first.start + m.start(1)
 
 
-def _agent_asked_food(turn: Turn) -> bool:
+def _agent_asked_food(u: UserTurn) -> bool:
     """The end of the agent's last turn asks about the food."""
-    history = turn.history or ()
+    history = u.turn.history or ()
     return bool(history) and _ASKS_FOOD.search(history[-1].agent[-300:]) is not None
 
 
@@ -144,38 +133,37 @@ _SLOTS: Derived[Workflow, tuple[list[str], list[str]]] = Derived(
     "descriptors.slots", lambda wf: (_food_slots(wf), _yes_slots(wf)))
 
 
-def find_descriptors(turn: Turn, wf: Workflow, *, sents: Sequence[Sentence] | None = None
-                     ) -> list[Descriptor]:
+def find_descriptors(turn: UserTurn | Turn, wf: Workflow) -> list[Mention]:
     """Cuisines and wanted amenities stated in u_t (not in its questions, except those
-    that search for a cuisine); `sents`: the sentences of u_t when the caller has read
-    them (`utterance.UserTurn`)."""
+    that search for a cuisine)."""
+    u = UserTurn.of(turn)
     foods, yes = _SLOTS.of(wf)
-    text = turn.user
+    text = u.text
     # a phrase matched inside a sentence matches in the whole text (a sentence ends after
     # its punctuation, or at the text's end): where none does, no sentence needs reading,
     # and a bare answer needs the agent's food question (`tests/test_lexicon.py` compares
     # with `_read_descriptors`)
     if ((not foods or (_BEFORE_HEAD.search(text) is None and _AFTER_VERB.search(text) is None
-                       and not _agent_asked_food(turn)))
+                       and not _agent_asked_food(u)))
             and (not yes or _WANT_AMENITY.search(text) is None)):
         return []
-    return _read_descriptors(turn, wf, sents)
+    return _read_descriptors(u, wf)
 
 
-def _read_descriptors(turn: Turn, wf: Workflow, sents: Sequence[Sentence] | None = None
-                      ) -> list[Descriptor]:
+def _read_descriptors(turn: UserTurn | Turn, wf: Workflow) -> list[Mention]:
     """`find_descriptors` without its screen."""
-    text = turn.user
-    out: list[Descriptor] = []
+    u = UserTurn.of(turn)
+    text = u.text
+    out: list[Mention] = []
     foods, yes = _SLOTS.of(wf)
     cues = slot_cues(wf)
-    read = list(sentences(text) if sents is None else sents)
+    read = u.sentences
     if foods and read:
-        bare = _bare_cuisine(turn, read[0])
+        bare = _bare_cuisine(u, read[0])
         if bare is not None:
             value, start = bare
-            out.append(Descriptor(basic(value), (foods[0],), start, start + len(value),
-                                  LIKELY if len(foods) == 1 else SPLIT))
+            out.append(_descriptor(basic(value), (foods[0],), start, start + len(value),
+                                   LIKELY if len(foods) == 1 else SPLIT))
     for sent in read:
         if len(out) >= 8:
             break  # a long utterance may repeat a phrase thousands of times
@@ -193,16 +181,17 @@ def _read_descriptors(turn: Turn, wf: Workflow, sents: Sequence[Sentence] | None
                         continue
                     value = " ".join(words)
                     start = m.start(1) + m.group(1).rfind(value)
-                    if clause_negated(text, start):
+                    if u.clause_negated(start):
                         continue
-                    out.append(Descriptor(basic(value), (foods[0],), start, start + len(value),
-                                          LIKELY if len(foods) == 1 else SPLIT))
+                    out.append(_descriptor(basic(value), (foods[0],), start,
+                                           start + len(value),
+                                           LIKELY if len(foods) == 1 else SPLIT))
         if yes and not asks:
             for m in _WANT_AMENITY.finditer(text, sent.start, sent.end):
-                if clause_negated(text, m.start()):
+                if u.clause_negated(m.start()):
                     continue  # "it doesn't need to have free parking"
                 hits = cues.slots_for(cue_tokens(m.group(1)))
                 slots = tuple(s for s in yes if hits.get(s))
                 if len(slots) == 1:
-                    out.append(Descriptor("yes", slots, m.start(1), m.end(1), CERTAIN))
+                    out.append(_descriptor("yes", slots, m.start(1), m.end(1), CERTAIN))
     return out

@@ -24,10 +24,11 @@ slot s_t already waives.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from sage_tod.compiler.confidence import CERTAIN, GUESS, SPLIT
 from sage_tod.compiler.cues import cue_tokens, slot_cues, stem
+from sage_tod.compiler.mentions import Mention
+from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.booleans import DONTCARE
@@ -74,14 +75,9 @@ _ASKED_CLAUSE = re.compile(r"[^.!?,]*\?")
 _TIME_WORDS = frozenset({"when", "time", "times", "leave", "arrive", "depart", "departure"})
 
 
-@dataclass(frozen=True)
-class Waiver:
+def _waiver(slots: tuple[str, ...], start: int, end: int, confidence: float) -> Mention:
     """A waiver of `slots` said at [start, end) of u_t."""
-
-    slots: tuple[str, ...]
-    start: int
-    end: int
-    confidence: float
+    return Mention(waived_value(), slots, start, end, "dontcare", confidence=confidence)
 
 
 _GLUED = re.compile(r" (?=n't|'s|'re|'m)")
@@ -100,10 +96,10 @@ def _glue(text: str) -> tuple[str, list[int]]:
     return _GLUED.sub("", low), where
 
 
-def _last_agent(turn: Turn) -> str:
+def _last_agent(u: UserTurn) -> str:
     """The end of the agent's last turn, where its questions and options are (bounded: a
     turn may be very long)."""
-    history = turn.history or ()
+    history = u.turn.history or ()
     return history[-1].agent[-400:] if history else ""
 
 
@@ -114,10 +110,10 @@ def _last_agent(turn: Turn) -> str:
 _TELL_ME = re.compile(r"\b(?:tell me|let me know) (?:what|which|whether|if|your)\b[^.!?]*")
 
 
-def _last_questions(turn: Turn) -> str:
+def _last_questions(u: UserTurn) -> str:
     """The clauses of the agent's last turn that end in a question mark; without one, what
     its request to be told ("if you tell me what kind of cuisine ...") asks for."""
-    agent = _last_agent(turn).lower()
+    agent = _last_agent(u).lower()
     asked = " ".join(m.group(0) for m in _ASKED_CLAUSE.finditer(agent))
     if asked:
         return asked
@@ -206,24 +202,26 @@ def _qualified(wf: Workflow, slots: tuple[str, ...], rest: str) -> bool:
     return bool(set(toks) & _TIME_OF_DAY) and all(wf.slots[s].type == "time" for s in slots)
 
 
-def find_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
-    """The slots u_t waives, with the waiver's span."""
-    text = _GLUED.sub("", turn.user.lower())
+def find_waivers(turn: UserTurn | Turn, wf: Workflow) -> list[Mention]:
+    """The slots u_t waives, with the waiver's span (`dontcare` mentions)."""
+    u = UserTurn.of(turn)
+    text = _GLUED.sub("", u.text.lower())
     if "no" not in text and _WAIVER.search(text) is None and _ONLY_CARE.search(text) is None:
         # no waiver phrase anywhere (a match inside a sentence is one in the whole text:
         # no sentence ends inside a phrase or before the words its look-ahead reads), and
         # every bare answer `_BARE_NO` reads opens with "no": nothing to read sentence by
         # sentence (`tests/test_lexicon.py` compares with `_read_waivers`)
         return []
-    return _read_waivers(turn, wf)
+    return _read_waivers(u, wf)
 
 
-def _read_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
+def _read_waivers(turn: UserTurn | Turn, wf: Workflow) -> list[Mention]:
     """`find_waivers` without its screen: u_t sentence by sentence."""
-    text, where = _glue(turn.user)
+    u = UserTurn.of(turn)
+    text, where = _glue(u.text)
     waivable = _waivable(wf)
-    asked = _last_questions(turn)
-    out: list[Waiver] = []
+    asked = _last_questions(u)
+    out: list[Mention] = []
     for sent in sentences(text):
         if sent.text.rstrip().endswith("?"):
             continue  # "does the area matter?", "is any of them fine?": asked, not waived
@@ -240,7 +238,7 @@ def _read_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
             # the clause names the stars too)
             slots = (_pointed(wf, m.group(0), waivable) or _pointed(wf, clause, waivable)
                      or _pointed(wf, asked, waivable)
-                     or _alternatives(wf, _last_agent(turn), waivable))
+                     or _alternatives(wf, _last_agent(u), waivable))
             if not slots:
                 continue
             if cut_after and cut_after.group(0) == "but" and _qualified(
@@ -250,15 +248,15 @@ def _read_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
                 # "Area doesn't matter, but I'd like it moderate" waives the area
                 continue
             conf = CERTAIN
-            out.append(Waiver(slots, where[m.start()], where[m.end() - 1] + 1,
-                              conf if len(slots) == 1 else SPLIT))
+            out.append(_waiver(slots, where[m.start()], where[m.end() - 1] + 1,
+                               conf if len(slots) == 1 else SPLIT))
         only = _ONLY_CARE.search(text, sent.start, sent.end)
         if only and not out:
             named = set(_pointed(wf, text[sent.start:only.start()], waivable))
             slots = tuple(s for s in _pointed(wf, asked, waivable) if s not in named)
             if slots:
-                out.append(Waiver(slots, where[only.start()], where[only.end() - 1] + 1,
-                                  CERTAIN if len(slots) == 1 else SPLIT))
+                out.append(_waiver(slots, where[only.start()], where[only.end() - 1] + 1,
+                                   CERTAIN if len(slots) == 1 else SPLIT))
         bare = _BARE_NO.match(sent.text)  # "No, it doesn't." to "Does price matter?" too
         if bare and not out and _PREFERENCE_Q.search(asked):
             slots = _pointed(wf, asked, waivable)
@@ -267,8 +265,8 @@ def _read_waivers(turn: Turn, wf: Workflow) -> list[Waiver]:
                 # "No." to "any preference?" waives, yet many annotations keep nothing; to
                 # "does it matter?" the answer says so
                 sure = CERTAIN if _MATTER_Q.search(asked) else GUESS
-                out.append(Waiver(slots, where[s0], where[sent.start + bare.end() - 1] + 1,
-                                  sure if len(slots) == 1 else SPLIT))
+                out.append(_waiver(slots, where[s0], where[sent.start + bare.end() - 1] + 1,
+                                   sure if len(slots) == 1 else SPLIT))
     return out
 
 

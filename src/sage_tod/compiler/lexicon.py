@@ -8,7 +8,7 @@ All of that depends on the workflow only, so it is built here once (`lexicon(wf)
 kept with the workflow through `contracts.spec.Derived`):
 
 - `forms`: every categorical / boolean / listed-free surface form in the order
-  `extract._categorical` reads them (longest first), each with its `ValueQuery`
+  `values.categorical` reads them (longest first), each with its `ValueQuery`
   prepared once;
 - `by_anchor`: first content token -> the forms that token can start, so a turn's
   candidate forms are found from its own tokens, O(tokens) instead of O(forms);
@@ -37,7 +37,7 @@ from sage_tod.text.normalize import basic
 
 @dataclass(frozen=True)
 class ValueForm:
-    """One surface form of a value of `spec`: how `_categorical` looks for it."""
+    """One surface form of a value of `spec`: how `values.categorical` looks for it."""
 
     length: int  # length of its folded spelling: the reading order, longest first
     form: str
@@ -57,7 +57,7 @@ def _compact(value: str) -> str:
 
 
 def _categorical_forms(wf: Workflow) -> tuple[ValueForm, ...]:
-    """Every surface form `extract._categorical` looks for, longest first (a stable sort:
+    """Every surface form `values.categorical` looks for, longest first (a stable sort:
     forms of one length keep the slots' and values' order)."""
     forms: list[tuple[int, str, str, SlotSpec]] = []
     for spec in wf.slots.values():

@@ -1,7 +1,7 @@
 """Names the user types: "a restaurant called Dojo Noodle Bar", "book a table at Royal Spice".
 
 An entity's name is a free value no schema lists (unless the spec carries a
-catalogue, which `_categorical` in extract.py reads), so it is found by the
+catalogue, which `values.categorical` reads), so it is found by the
 words that introduce it: a naming cue ("called", "named", "the name is"), or
 a request about one place ("information on", "directions to", "a reservation
 at", "let's go with"). What follows the cue, up to the clause's end or a word
@@ -26,13 +26,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 
 from sage_tod.compiler.confidence import CERTAIN, GUESS, LIKELY
 from sage_tod.compiler.cues import domain_words
 from sage_tod.compiler.lexicon import lexicon
+from sage_tod.compiler.mentions import Mention
 from sage_tod.compiler.offers import name_slot, offered_in, overlaps
 from sage_tod.compiler.utterance import UserTurn
+from sage_tod.contracts.criteria import EXACT
 from sage_tod.contracts.spec import Derived, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
@@ -85,15 +86,10 @@ _POSSESSIVE = frozenset({"'s", "s"})
 _TASK_WORDS = frozenset({"restaurant", "hotel", "guesthouse", "attraction"})
 
 
-@dataclass(frozen=True)
-class TypedName:
-    """A name said at [start, end) of u_t for `slot`."""
-
-    slot: str
-    value: str
-    start: int
-    end: int
-    confidence: float
+def _typed(slot: str, value: str, start: int, end: int, confidence: float) -> Mention:
+    """A name said at [start, end) of u_t for `slot`: exact when the cue makes it sure."""
+    return Mention(value, (slot,), start, end, "typed_name", confidence=confidence,
+                   narrowed=(slot,), floor=EXACT if confidence >= EXACT else None)
 
 
 def _span_after(text: str, at: int, capitalised: bool, named: bool = False
@@ -138,20 +134,17 @@ def _span_after(text: str, at: int, capitalised: bool, named: bool = False
     return at, at + len(" ".join(words))
 
 
-def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = frozenset(), *,
-                     user: UserTurn | None = None) -> list[TypedName]:
-    """Names u_t types for the workflow's name slot (`other_words`: the words that name
-    the spec's other workflows, `extract._OTHER_WORDS`; `user`: u_t as the extractor read
-    it, with the turn's states)."""
+def find_typed_names(turn: UserTurn | Turn, wf: Workflow) -> list[Mention]:
+    """Names u_t types for the workflow's name slot (`typed_name` mentions)."""
     slot = name_slot(wf)
     if slot is None:
         return []
-    text = turn.user
+    u = UserTurn.of(turn)
+    text = u.text
     mixed = any(c.isupper() for c in text)
     others = lexicon(wf).others
-    u = UserTurn(turn) if user is None else user
     held = [v for v in (*u.after.values(), *u.before.values()) if v]
-    out: list[TypedName] = []
+    out: list[Mention] = []
     seen: set[str] = set()
     for cue, naming in ((_NAMING, True), (_ABOUT, False)):
         for m in cue.finditer(text):
@@ -188,18 +181,18 @@ def find_typed_names(turn: Turn, wf: Workflow, other_words: frozenset[str] = fro
             capital = value[:1].isupper()
             conf = (CERTAIN if (naming and capital) or headed
                     else LIKELY if capital or naming else GUESS)
-            if _offered(turn, value):
+            if u.agent_said(value):
                 conf = CERTAIN  # "Let's go with the Copper Kettle" from the agent's list
-            out.append(TypedName(slot, value, span[0], span[1], conf))
-    picked = _picked(turn, others)
+            out.append(_typed(slot, value, span[0], span[1], conf))
+    picked = _picked(u, others)
     if picked is not None and basic(picked[0]) not in seen and not any(
             overlaps(h, picked[0]) for h in held):
-        out.append(TypedName(slot, picked[0], picked[1], picked[2], CERTAIN))
+        out.append(_typed(slot, picked[0], picked[1], picked[2], CERTAIN))
         seen.add(basic(picked[0]))
     if not out:
-        said = _said_back(u, wf, others, other_words)
+        said = _said_back(u, wf, others)
         if said is not None and not any(overlaps(h, said[0]) for h in held):
-            out.append(TypedName(slot, *said, CERTAIN))
+            out.append(_typed(slot, *said, CERTAIN))
     return out
 
 
@@ -238,8 +231,8 @@ def _singular(words: Iterable[str]) -> set[str]:
     return {v for w in words for v in (w, w[:-1] if len(w) > 3 and w.endswith("s") else w)}
 
 
-def _said_back(u: UserTurn, wf: Workflow, others: AbstractSet[str],
-               other_words: frozenset[str] = frozenset()) -> tuple[str, int, int] | None:
+def _said_back(u: UserTurn, wf: Workflow, others: AbstractSet[str]
+               ) -> tuple[str, int, int] | None:
     """One of the names the agent's last turn wrote, said again by the user in any case and
     outside a question ("give me information on cherry hinton hall and grounds" after
     "Cherry Hinton Hall and Grounds and Funky Fun House both located in the east"): the
@@ -247,8 +240,7 @@ def _said_back(u: UserTurn, wf: Workflow, others: AbstractSet[str],
     user's lower case is not; two names said leave the pick open, and so does a list of
     another workflow's entities ("I have 4 movies to recommend" in a restaurant turn, SGD
     dialogue 24_00098)."""
-    turn = u.turn
-    history = turn.history or ()
+    history = u.turn.history or ()
     if not history:
         return None
     agent = history[-1].agent[-600:]
@@ -257,7 +249,7 @@ def _said_back(u: UserTurn, wf: Workflow, others: AbstractSet[str],
     # The user's such words are first looked for in the agent's string: a token of a text
     # is spelt in its `token_text` as one of its `spellings`, so where none is there the
     # agent's turn holds none of them and is never tokenised
-    mine = {w for w in basic(turn.user).split()
+    mine = {w for w in basic(u.text).split()
             if len(w) > 2 and w not in others and w not in _COMMON}
     if not mine:
         return None
@@ -269,19 +261,19 @@ def _said_back(u: UserTurn, wf: Workflow, others: AbstractSet[str],
         return None
     said = _singular(agent_words)
     own = _singular([*domain_words(wf), *basic(wf.id).split()])
-    if said & _singular(other_words) and not said & own:
+    if said & _singular(u.others) and not said & own:
         return None
     hits: list[tuple[str, int, int]] = []
     for name in _agent_names(agent, wf, others, u):
-        hit = find_value(turn.user, name, wf.slots.get(name_slot(wf) or ""))
+        hit = find_value(u.text, name, wf.slots.get(name_slot(wf) or ""))
         if hit is None:
             continue
         if any(x.start <= hit.start < x.end and _ASKS_ABOUT.match(x.text)
                for x in u.sentences):
             continue  # "Is the Gonville Hotel in the same price range ...?": asked about
-        if _REFUSE.search(turn.user[max(0, hit.start - 30):hit.start]):
+        if _REFUSE.search(u.text[max(0, hit.start - 30):hit.start]):
             continue  # "not the Cambridge Punter"
-        hits.append((turn.user[hit.start:hit.end], hit.start, hit.end))
+        hits.append((u.text[hit.start:hit.end], hit.start, hit.end))
     return hits[0] if len(hits) == 1 else None
 
 
@@ -327,18 +319,13 @@ def _titled(value: str) -> bool:
     return len(words) > 1 and all(w[:1].isupper() for w in words)
 
 
-def _offered(turn: Turn, value: str) -> bool:
-    """The agent named `value` in one of its last two turns."""
-    return any(find_value(h.agent, value, None) for h in (turn.history or ())[-2:])
-
-
-def _picked(turn: Turn, others: AbstractSet[str]) -> tuple[str, int, int] | None:
+def _picked(u: UserTurn, others: AbstractSet[str]) -> tuple[str, int, int] | None:
     """A reply that opens with a name the agent's last turn listed ("Varsity Restaurant.
     Please make a reservation ..."): the user picks it."""
-    history = turn.history or ()
+    history = u.turn.history or ()
     if not history:
         return None
-    m = re.match(r"\s*(?:the\s+)?([^,.;:!?]+?)\s*[,.;:!]", turn.user[:_WINDOW])
+    m = re.match(r"\s*(?:the\s+)?([^,.;:!?]+?)\s*[,.;:!]", u.text[:_WINDOW])
     if m is None:
         return None
     value = m.group(1)

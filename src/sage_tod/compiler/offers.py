@@ -23,17 +23,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 
 from sage_tod.compiler.confidence import CERTAIN, GUESS
 from sage_tod.compiler.lexicon import lexicon
+from sage_tod.compiler.mentions import Mention
 from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.spec import Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
 from sage_tod.text.normalize import basic
 from sage_tod.text.places import name_spans
-from sage_tod.text.sentences import Sentence, sentences
+from sage_tod.text.sentences import sentences
 
 _ASSENT = re.compile(
     r"^\s*(?:yes|yeah|yep|yup|sure|ok|okay|alright|great|perfect|excellent|wonderful|fantastic"
@@ -129,15 +129,10 @@ _PLACEHOLDER = re.compile(r"\[[^\]]*\]")
 _CLAUSE = re.compile(r"[,.;:!?()]")
 
 
-@dataclass(frozen=True)
-class Acceptance:
-    """u_t accepts `value`, which the last agent turn offered for `slot`."""
-
-    slot: str
-    value: str
-    start: int
-    end: int
-    confidence: float
+def _accepted(slot: str, value: str, start: int, end: int, confidence: float) -> Mention:
+    """u_t accepts `value`, which the last agent turn offered for `slot`; [start, end) is
+    the acceptance in u_t."""
+    return Mention(value, (slot,), start, end, "accepted_offer", confidence=confidence)
 
 
 def accepts(user: str) -> tuple[int, int] | None:
@@ -302,72 +297,72 @@ def offered_in(agent: str, wf: Workflow, user: UserTurn | None) -> list[str]:
     return list(got)
 
 
-def find_acceptance(turn: Turn, wf: Workflow, *, user: UserTurn | None = None
-                    ) -> Acceptance | None:
-    """The name u_t accepts from the last agent turn, or None (`user`: u_t as the
-    extractor read it, with the turn's states)."""
-    history = turn.history or ()
+def find_acceptance(turn: UserTurn | Turn, wf: Workflow) -> Mention | None:
+    """The name u_t accepts from the last agent turn (an `accepted_offer` mention), or
+    None."""
+    u = UserTurn.of(turn)
+    user = u.text
+    history = u.turn.history or ()
     slot = name_slot(wf)
     if not history or slot is None:
         return None
     agent = history[-1].agent
     reported = _BOOKED.search(agent) is not None
-    booking = _BOOKING_WORDS.search(turn.user)
-    if booking is not None and _REFUSE.search(turn.user):
+    booking = _BOOKING_WORDS.search(user)
+    if booking is not None and _REFUSE.search(user):
         booking = None
     if not _OFFER_QUESTION.search(agent) and not reported and booking is None:
         return None  # nothing proposed ("Is there anything else?")
-    names = offered_in(agent, wf, user)
+    names = offered_in(agent, wf, u)
     if len(names) != 1:
         return None  # nothing offered, or several: which one is taken is not said
-    held = (turn.after() if user is None else user.after).get(slot)
+    held = u.after.get(slot)
     if held and overlaps(held, names[0]):
         return None  # s_t records it, in another spelling ("pizza hut fenditton")
-    span = accepts(turn.user)
+    span = accepts(user)
     if reported and span is not None:
         # "Sure the Autumn House is a personal favorite. Your booking was successful." -
         # "Great. What was the reference number?": the user takes the booking of the one
         # entity the agent named
-        return Acceptance(slot, names[0], span[0], span[1], CERTAIN)
+        return _accepted(slot, names[0], span[0], span[1], CERTAIN)
     if not _OFFER_QUESTION.search(agent):
         if booking is not None and not _lists_others(agent, names[0]):
             # "OK, can you reserve a table for the six of us?" to "Fitzbillies Restaurant
             # meets your criteria.": a booking asked for right after one entity was
             # presented books that entity, proposed or not
-            return Acceptance(slot, names[0], booking.start(), booking.end(), CERTAIN)
+            return _accepted(slot, names[0], booking.start(), booking.end(), CERTAIN)
         return None
     plain = span is not None
     if span is None:
         # "Please book it for Saturday, 2 people" after "Would you like to book it?": an
         # acceptance too, but the user may be booking something else
-        b = _BOOKING_WORDS.search(turn.user)
-        if b is None or not _BOOKING_WORDS.search(agent) or _REFUSE.search(turn.user):
-            return _named_back(turn, names[0], wf, slot,
-                               None if user is None else user.sentences)
+        b = _BOOKING_WORDS.search(user)
+        if b is None or not _BOOKING_WORDS.search(agent) or _REFUSE.search(user):
+            return _named_back(u, names[0], wf, slot)
         span = b.start(), b.end()
     # a plain "yes" to booking the one name offered, or to a proposal ("How about X?",
     # "Would that work for you?"): sure. Anything less ("Would you like the address?" -
     # "Yes"; a booking request that does not say yes) is not claimed: S2 reads u_t
     # alone, which cannot show what was offered
-    booked = bool(_BOOK_IT.search(turn.user)) and not _REFUSE.search(turn.user[:span[0]])
+    booked = bool(_BOOK_IT.search(user)) and not _REFUSE.search(user[:span[0]])
     proposal = (_BOOKING_WORDS.search(agent) or _PROPOSAL.search(agent)
-                or (_RECOMMENDS.search(agent) and _JUDGES.match(turn.user)))
+                or (_RECOMMENDS.search(agent) and _JUDGES.match(user)))
     if not plain:
         # "I want to book a table for 4 people at 16:00 on friday." to "the Royal Standard
         # is in the east. I would be happy to book a table for you": the booking the agent
         # offered, of the one entity it named (a name u_t types instead is read first and
         # wins: an offer is taken only for a slot nothing else fills)
-        return Acceptance(slot, names[0], span[0], span[1], CERTAIN)
+        return _accepted(slot, names[0], span[0], span[1], CERTAIN)
     if not proposal and not booked:
         if (booking is not None and _RECOMMENDS.search(agent)
                 and not _lists_others(agent, names[0])):
             # "Okay I need a reservation for Friday, 4 people at 14:15." to "I would
             # recommend Panahar": a booking asked for right after the one entity the agent
             # recommended books it, as after one it presented
-            return Acceptance(slot, names[0], booking.start(), booking.end(), CERTAIN)
+            return _accepted(slot, names[0], booking.start(), booking.end(), CERTAIN)
         return None  # "Can you book it please?" takes "You would love the X" too
     conf = CERTAIN
-    return Acceptance(slot, names[0], span[0], span[1], conf)
+    return _accepted(slot, names[0], span[0], span[1], conf)
 
 
 # a reply that names the entity back ("The Oak Bistro sounds fabulous. Can I get a table
@@ -376,16 +371,16 @@ def find_acceptance(turn: Turn, wf: Workflow, *, user: UserTurn | None = None
 NAMED_BACK_CONFIDENCE = GUESS
 
 
-def _named_back(turn: Turn, name: str, wf: Workflow, slot: str,
-                sents: Sequence[Sentence] | None = None) -> Acceptance | None:
+def _named_back(u: UserTurn, name: str, wf: Workflow, slot: str) -> Mention | None:
     """u_t says `name`, the one name the agent's last turn offered, not to turn it down."""
-    hit = find_value(turn.user, name, wf.slots.get(slot), fuzzy=True)
+    user = u.text
+    hit = find_value(user, name, wf.slots.get(slot), fuzzy=True)
     if hit is None:
         return None
     if any(s.start <= hit.start < s.end and s.text.rstrip().endswith("?")
-           for s in (sentences(turn.user) if sents is None else sents)):
+           for s in u.sentences):
         return None  # "Is there an entrance fee for Ballare?" asks about it, takes nothing
-    clause = _CLAUSE.split(turn.user[hit.end:], maxsplit=1)[0]
-    if _REFUSE.search(turn.user[max(0, hit.start - 30):hit.start]) or _REFUSE.search(clause):
+    clause = _CLAUSE.split(user[hit.end:], maxsplit=1)[0]
+    if _REFUSE.search(user[max(0, hit.start - 30):hit.start]) or _REFUSE.search(clause):
         return None  # "not the Oak Bistro", "the Oak Bistro is not what I want"
-    return Acceptance(slot, name, hit.start, hit.end, NAMED_BACK_CONFIDENCE)
+    return _accepted(slot, name, hit.start, hit.end, NAMED_BACK_CONFIDENCE)

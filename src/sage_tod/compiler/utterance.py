@@ -5,35 +5,75 @@ counts, dates, places, people, descriptors, typed names, waivers, offers) each
 used to rebuild the cleaned states from the `Turn` (`Turn.after()`, which folds
 every value to test `is_unset`) and to ask the text layer again for the same
 utterance's sentences, clause marks, clock times and dates, each request
-handing out a fresh copy from a process-wide memo. `UserTurn` holds them for
-one turn: the states as the turn context built them (or built once here), and
-each reading of the text computed the first time a reader asks and kept. It
-lives as long as one `extract_user_values` call, so it needs no bound.
+handing out a fresh copy from a process-wide memo; and the extractor computed
+its own per-sentence flags (questions about an entity, searching questions) and
+clause starts beside them. `UserTurn` holds all of it for one turn: the states
+as the turn context built them (or built once here), and each reading of the
+text computed the first time a reader or the resolver asks, and kept. It lives
+as long as one `extract_user_values` call, so it needs no bound. Every reader
+takes it (`UserTurn.of` reads a bare `Turn` for callers outside the extractor).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Mapping
 
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.dates import DateMention, find_dates
-from sage_tod.text.match import text_tokens
-from sage_tod.text.normalize import Token, tokens_with_spans
+from sage_tod.text.match import find_value, is_negated, text_tokens
+from sage_tod.text.normalize import Token, basic, tokens_with_spans
 from sage_tod.text.sentences import Sentence, sentences
 from sage_tod.text.times import TimeMention, find_times
 
 # a negation does not reach past a clause boundary ("No, the 8th.", "not Friday, Saturday")
 CLAUSE_END = re.compile(r"[,;:.!?]")
 
+# Sentences that ask about an entity rather than state a constraint.
+_QUESTION_ABOUT_ENTITY = re.compile(
+    r"^\s*(is|are|does|do|did|was|were|what'?s|what is|what are|could you tell me|can you tell me)"
+    r"\b.*\?\s*$", re.IGNORECASE,
+)
+# ... but "is there / are there any ... in Phoenix?" searches, it does not verify
+_SEARCH_QUESTION = re.compile(
+    r"^\s*(is there|are there|is anything|are any|is anyone|do you have|does anyone|"
+    r"do they have any)\b", re.IGNORECASE)
+# "what's the weather in Cotati on the 7th?": asks about a value, yet the date and the
+# place it names are constraints of the search
+_WHAT_QUESTION = re.compile(r"^\s*(what'?s|what is|what are|what will|could you tell me|"
+                            r"can you tell me)\b", re.IGNORECASE)
+# "Are there any cheap guesthouses in the north?": a search for entities with these
+# values, so its categorical values are constraints too (not sure ones: S2 reads them)
+_SEARCH_FOR_ENTITIES = re.compile(
+    r"^\s*(?:are there any|are there|is there any|is there an?|do you have any|do you have an?"
+    r"|are any)\b", re.IGNORECASE)
+# a negation anywhere in a clause ("It doesn't need to have free parking")
+_NEGATION = re.compile(r"\b(?:not|no|never|without|nt|n't|dont|doesnt|isnt)\b|n't\b",
+                       re.IGNORECASE)
+# "a hotel, as opposed to a guesthouse", "rather than the north": the value is contrasted
+_CONTRASTED = re.compile(r"\b(?:as opposed to|rather than|instead of|other than)"
+                         r"\s+(?:an?\s+|the\s+)?$", re.IGNORECASE)
+
+Spans = list[tuple[int, int]]
+
+
+def inside(spans: Spans, at: int) -> bool:
+    """Some [start, end) of `spans` holds offset `at`."""
+    return any(s <= at < e for s, e in spans)
+
 
 class UserTurn:
     """One turn's user text and states, each reading computed once (module docstring)."""
 
     def __init__(self, turn: Turn, after: Mapping[str, str] | None = None,
-                 before: Mapping[str, str] | None = None) -> None:
+                 before: Mapping[str, str] | None = None,
+                 others: frozenset[str] = frozenset()) -> None:
         self.turn = turn
         self.text = turn.user
+        # the words that name the spec's other workflows and not the turn's own
+        # (`extract._OTHER_WORDS`): a search that names one searches another workflow
+        self.others = others
         # s_t and s_{t-1} with unset values removed (`Turn.after()`), read-only
         self.after: Mapping[str, str] = turn.after() if after is None else after
         self.before: Mapping[str, str] = turn.before() if before is None else before
@@ -48,6 +88,20 @@ class UserTurn:
         self._dates: tuple[DateMention, ...] | None = None
         self._said: frozenset[str] | None = None
         self._clause_ends: list[int] | None = None
+        self._entity_questions: Spans | None = None
+        self._search_questions: Spans | None = None
+        self._entity_searches: Spans | None = None
+
+    @staticmethod
+    def of(turn: Turn | UserTurn) -> UserTurn:
+        """`turn` as read by the extractor: a `Turn` is read here, without the turn
+        context's states (a caller outside the extractor: tests, tools)."""
+        return turn if isinstance(turn, UserTurn) else UserTurn(turn)
+
+    def agent_said(self, value: str) -> bool:
+        """The agent said `value` in one of its last two turns (the user may be echoing
+        it, or picking it from a list)."""
+        return any(find_value(h.agent, value, None) for h in (self.turn.history or ())[-2:])
 
     @property
     def last_agent(self) -> str:
@@ -94,3 +148,61 @@ class UserTurn:
         if self._clause_ends is None:
             self._clause_ends = [m.end() for m in CLAUSE_END.finditer(self.text)]
         return self._clause_ends
+
+    def clause_start(self, at: int) -> int:
+        """Where the clause holding offset `at` starts (after the last clause mark that
+        ends at or before it)."""
+        ends = self.clause_ends
+        k = bisect_right(ends, at)
+        return ends[k - 1] if k else 0
+
+    def negated(self, at: int) -> bool:
+        """A negation among the three words before `at`, within its clause, or a contrast
+        right before it ("not in the north", "rather than the north"; "No, the 8th." is
+        a correction)."""
+        since = self.clause_start(at)
+        if _CONTRASTED.search(self.text, max(since, at - 24), at):
+            return True
+        return is_negated(self.text, at, since=since)
+
+    def clause_negated(self, at: int) -> bool:
+        """A negation anywhere in the clause before `at`, at most 120 characters back
+        ("It doesn't need to have free parking", "no"), or among the three words before
+        it: the wider scope, for a wish said with a verb (`descriptors.py`) or a yes/no
+        value ("free parking"), where the negation may sit far before the value."""
+        text = self.text
+        clause = text[max(0, at - 120, self.clause_start(at)):at]
+        return bool(_NEGATION.search(clause)) or is_negated(text, at)
+
+    @property
+    def entity_questions(self) -> Spans:
+        """The sentences that ask about an entity ("is it in the north?"): their values
+        state nothing."""
+        if self._entity_questions is None:
+            self._entity_questions = [(s.start, s.end) for s in self.sentences
+                                      if _QUESTION_ABOUT_ENTITY.match(s.text)]
+        return self._entity_questions
+
+    @property
+    def search_questions(self) -> Spans:
+        """Questions that search ("is there anything in Phoenix?", "what's the weather on
+        the 7th?"): the dates, places and names they carry are constraints."""
+        if self._search_questions is None:
+            self._search_questions = [
+                (s.start, s.end) for s in self.sentences
+                if (_WHAT_QUESTION.match(s.text) or _SEARCH_QUESTION.match(s.text))
+                and s.text.endswith("?")]
+        return self._search_questions
+
+    @property
+    def entity_searches(self) -> Spans:
+        """Searches for this workflow's entities ("are there any attractions in the
+        centre?" searches another workflow: `others` are its words, plural or not)."""
+        if self._entity_searches is None:
+            others = self.others
+            self._entity_searches = [
+                (s.start, s.end) for s in self.sentences
+                if _SEARCH_FOR_ENTITIES.match(s.text) and s.text.endswith("?")
+                and not {t[:-1] if t.endswith("s") else t
+                         for t in basic(s.text).split()} & others]
+        return self._entity_searches

@@ -1,0 +1,73 @@
+"""Which slot a value belongs to: the one slot-assignment function of the extractor.
+
+A value read in u_t often fits several slots of the workflow (a station: departure or
+destination; a date: pick-up or drop-off). The words just before it narrow them: a cue
+word of a slot ("leaving from", "arrive by"), a preposition that points at the slot's
+role ("from", "until"); and a slot whose name adds a qualifier the user did not say
+loses ("my checking account" is `account_type`, not `recipient_account_type`). The
+resolver narrows every mention whose reader did not (`resolve.resolve`), and readers
+whose decision depends on the narrowing (a clock time is exact once narrowed to one
+slot) call the same function, so there is one rule, not one per reader.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from sage_tod.compiler.cues import cue_tokens, slot_cues
+from sage_tod.contracts.spec import Workflow
+from sage_tod.text.normalize import tokens_before
+
+# the preposition before a value -> the words of the slots it points at
+PREP_HINTS: Mapping[str, frozenset[str]] = {
+    "from": frozenset({"departure", "depart", "leave", "leaving", "origin", "originates",
+                       "pickup", "from", "start"}),
+    "leaving": frozenset({"departure", "depart", "leave", "leaving", "origin", "originates",
+                          "pickup", "from"}),
+    "to": frozenset({"destination", "going", "heading", "dropoff", "arrive", "to", "ends"}),
+    "after": frozenset({"leave", "depart", "departure", "leaveat"}),
+    "by": frozenset({"arrive", "arriveby", "arrival"}),
+    "before": frozenset({"arrive", "arriveby", "arrival"}),
+    "until": frozenset({"dropoff", "return", "end", "until", "checkout", "out", "drop"}),
+    "till": frozenset({"dropoff", "return", "end", "until", "checkout", "out", "drop"}),
+    "through": frozenset({"dropoff", "return", "end", "until", "checkout", "out", "drop"}),
+    "starting": frozenset({"start", "pickup", "departure", "checkin", "in", "from"}),
+    "back": frozenset({"dropoff", "return", "drop", "end", "returning", "inbound"}),
+    "returning": frozenset({"return", "dropoff", "drop", "returning", "inbound"}),
+}
+
+
+def disambiguate(text: str, start: int, candidates: list[str], wf: Workflow,
+                 prep_word: str | None = None) -> list[str]:
+    """Narrow candidate slots with the words just before the value (`prep_word`: the
+    preposition it depends on, when that is not the word just before: "out of")."""
+    if len(candidates) < 2:
+        return candidates
+    before = tokens_before(text, start, 4)
+    cues = slot_cues(wf)
+    hits = cues.slots_for(before)
+    last = prep_word or (before[-1] if before else "")
+    for prep, hint_words in PREP_HINTS.items():
+        if last == prep:
+            for c in candidates:
+                spec = wf.slots[c]
+                words = set(re.findall(r"[a-z]+", (spec.name + " " + spec.description).lower()))
+                if words & hint_words:
+                    hits[c] = hits.get(c, 0) + 2
+    scored = [(hits.get(c, 0), c) for c in candidates]
+    best = max(s for s, _ in scored)
+    return unqualified(text, [c for s, c in scored if s == best])
+
+
+def unqualified(text: str, candidates: list[str]) -> list[str]:
+    """Drop a slot whose name qualifies another candidate's with words the user did not
+    say: "my checking account" is account_type, not recipient_account_type."""
+    if len(candidates) < 2:
+        return candidates
+    said = set(cue_tokens(text))
+    names = {c: set(re.findall(r"[a-z]+", c.lower())) for c in candidates}
+    keep = [c for c in candidates
+            if not any(names[o] < names[c] and not (names[c] - names[o]) & said
+                       for o in candidates if o != c)]
+    return keep or candidates

@@ -1,0 +1,593 @@
+"""The readers of values said in u_t: what the state records, listed values, times,
+counts, dates, places and people's names.
+
+Each reader takes the turn analysis (`utterance.UserTurn`), the workflow, and a
+read-only view of the spans the resolver has claimed for higher-ranked sources
+(`mentions.Claims`), and returns `Mention`s in the order it read them; the resolver
+(`resolve.py`) decides which survive. A reader consults the claims only where the old
+blackboard did so while reading (why the results are the same: `resolve.py`):
+
+- `categorical` must, and sees what it saw then (every higher-ranked mention
+  resolved): a form whose span is claimed (by a value s_t records) is not entered, so
+  a shorter form that overlaps it may be, which changes what it reads;
+- `counts`, `places` and `people` skip a claimed span only to save work: the resolver
+  drops a mention on a claimed span anyway, their own earlier mentions included.
+
+A clock time or a date s_t may hold is returned as a claim-only mention
+(`time_held`, `date_held`): its words must not be read again as a count, and the
+resolver claims them after the reader's values, as the old reader did.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from sage_tod.compiler.assign import PREP_HINTS, disambiguate
+from sage_tod.compiler.confidence import GUESS, LIKELY
+from sage_tod.compiler.cues import SlotCues, cue_tokens, domain_words, slot_cues
+from sage_tod.compiler.lexicon import lexicon
+from sage_tod.compiler.mentions import Claims, Mention
+from sage_tod.compiler.utterance import UserTurn
+from sage_tod.contracts.criteria import EXACT
+from sage_tod.contracts.spec import Derived, Workflow
+from sage_tod.text.booleans import normalize_boolean
+from sage_tod.text.dates import date_key, same_day
+from sage_tod.text.match import Found, find_value
+from sage_tod.text.normalize import basic, tokens_before, tokens_with_spans
+from sage_tod.text.numbers import number_token
+from sage_tod.text.places import find_places, is_place_slot, name_spans, same_place
+from sage_tod.text.sentences import Sentence
+from sage_tod.text.times import normalize_time
+
+# how many further occurrences of one yes/no word are read ("free wifi and free parking")
+_MAX_REPEATS = 8
+
+# "2 years ago", "one way", "one of them": a number word that counts nothing
+_NOT_A_COUNT_AFTER = frozenset({"way", "of", "another", "more", "ago"})
+# what may follow a bare "for 4" that counts the party ("a table for 4 at 7pm, please")
+_AFTER_A_BARE_COUNT = frozenset({"at", "on", "and", "please", "in", "by", "this", "next",
+                                 "tonight", "today", "tomorrow", "then", "thanks", "from",
+                                 "to", "with", "pm", "am"})
+_AGO = frozenset({"ago", "back", "before", "earlier", "old"})
+_TIME_UNITS = frozenset({"year", "years", "month", "months", "week", "weeks", "day", "days",
+                         "hour", "hours", "minute", "minutes"})
+# free slots that hold a person's name, by the role their schema names
+_PERSON_ROLES = frozenset({"director", "actor", "actors", "actress", "artist", "artists",
+                           "singer", "band", "author", "writer", "starring", "performer",
+                           "composer", "musician", "cast"})
+_BY_ROLES = frozenset({"director", "artist", "artists", "author", "writer", "composer", "band",
+                       "singer", "performer", "musician"})
+_WITH_ROLES = frozenset({"actor", "actors", "actress", "starring", "cast"})
+# prepositions after which a span with a state suffix is surely a place
+_STRONG_PREPS = frozenset({"in", "to", "from", "around", "near", "into", "towards", "toward"})
+_SEARCH_VERBS = frozenset({"look", "looking", "search", "searching", "find", "finding",
+                           "hunting", "shopping"})
+# a sentence that closes the dialogue or thanks ("that's all I need today, thanks")
+_CLOSING = re.compile(r"\b(thank|thanks|help|helpful|assistance|appreciate|bye|goodbye|"
+                      r"that'?s all|that is all|that will be all|all i need|everything|done)\b",
+                      re.IGNORECASE)
+# words before the end of a range of days
+_RANGE_END = frozenset({"through", "thru", "until", "till", "til", "to"})
+# contrast that makes a workflow's own name a real choice ("a hotel, not a guesthouse")
+_CONTRAST = frozenset({"not", "rather", "instead", "than", "nt", "no"})
+
+
+def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
+    """Listed values and synonyms of categorical, boolean and listed free slots, longest
+    surface form first (`lexicon.Lexicon`)."""
+    text = u.text
+    out: list[Mention] = []
+    after = u.after
+    by_span: dict[tuple[int, int], tuple[str, list[str]]] = {}
+    toks = u.tokens
+    said = u.said
+    bigrams = {t1 + t2: (s1, e2) for (t1, s1, _), (t2, _, e2) in pairwise(toks)}
+    lex = lexicon(wf)
+    # only the forms one of whose possible first tokens the text holds, or whose compact
+    # spelling is one of its bigrams, can be in it (`Lexicon.candidates`)
+    for i in lex.candidates(said, bigrams):
+        vf = lex.forms[i]
+        f, canon, spec, anchors, compact = vf.form, vf.canon, vf.spec, vf.anchors, vf.compact
+        found = (vf.query.find(text) if anchors is None or not anchors.isdisjoint(said)
+                 else None)
+        hit = found[0] if found else None
+        if hit is None and len(compact) >= 8 and compact in bigrams:
+            # "swimming pool" for the value "swimmingpool" ("concert halls": "concerthalls")
+            b_start, b_end = bigrams[compact]
+            hit = Found(b_start, b_end, compact)
+        found_at = [hit] if hit is not None else []
+        if hit is not None and normalize_boolean(f) is not None:
+            # "free wifi and free parking": every "free" may describe another amenity
+            found_at += _later_hits(text, f, hit.end)
+        for hit in found_at:
+            if not claims.free(hit.start, hit.end, "asked" if spec.recorded_when_asked else ""):
+                continue
+            span = (hit.start, hit.end)
+            if any(s < span[1] and span[0] < e for s, e in by_span if (s, e) != span):
+                continue
+            value, slots = by_span.setdefault(span, (canon, []))
+            if spec.name not in slots and basic(value) == basic(canon):
+                slots.append(spec.name)
+    generic = domain_words(wf)
+    cues = slot_cues(wf)
+    for (s, e), (value, slots) in sorted(by_span.items()):
+        near = [t for t, ts, te in toks if te <= s][-3:] + [t for t, ts, te in toks if ts >= e][:3]
+        if basic(value) in generic and not (set(near) & _CONTRAST and _other_value_said(
+                text, value, slots, wf)) and not _other_value_offered(u, value, slots, wf, s):
+            # "book the hotel", "a cheap hotel": the workflow's own name refers to the
+            # task, not to a slot, unless contrasted with another value ("a hotel, not a
+            # guesthouse") or said against another value the agent offered
+            # ("I really need a hotel in the west please." to "I found a guest house
+            # listing", MultiWOZ PMUL2859 turn 4)
+            continue
+        if any(_compact(value) == _compact(after[c]) and basic(value) != basic(after[c])
+               for c in slots if c in after):
+            continue  # "nightclub" recorded as "night club"
+        if _inside_recorded_name(text, s, e, value, after):
+            continue  # "park" in "sheep's green and lammas land park"
+        before = [t for t, ts, te in toks if te <= s][-1:]
+        if before == ["how"]:
+            continue  # "how expensive is it?": the degree asked about, no wish stated
+        truth = normalize_boolean(value)
+        if truth is not None:
+            # a bare "yes"/"no"/"free" answers or describes; it is a slot value only next
+            # to a word of the slot ("free wifi", "parking: no")
+            hits = cues.slots_for(near)
+            cued = [c for c in slots if hits.get(c)]
+            # "free wifi and free parking": the word right after names the amenity
+            nxt = [t for t, ts, te in toks if ts >= e][:1]
+            right = [c for c in cued if cues.slots_for(nxt).get(c)]
+            cued = right or cued
+            if not cued:
+                continue
+            if any(normalize_boolean(after.get(c, "")) == truth for c in cued):
+                continue  # "free wifi" recorded as internet=yes
+            if u.clause_negated(s):
+                continue  # "It doesn't need to have free parking": not a wish for it
+            narrowed = disambiguate(text, s, cued, wf) if len(cued) > 1 else cued
+            asked = (len(narrowed) == 1 and wf.slots[narrowed[0]].recorded_when_asked
+                     and _asks_yes_no(u.sentences, s))
+            out.append(Mention(value, tuple(slots), s, e, "asked" if asked else "categorical",
+                               narrowed=tuple(narrowed)))
+            continue
+        out.append(Mention(value, tuple(slots), s, e, "categorical"))
+    return out
+
+
+# a question whose answer is yes or no: "Do they have free internet?", "Can I check if it
+# has free wifi?", "Is it cheap?"
+_YES_NO_QUESTION = re.compile(
+    r"^\s*(?:(?:and|also|so|ok|okay|great|oh|well)\s*,?\s+)?(?:do|does|did|is|are|was|were"
+    r"|can|could|will|would|has|have|should)\b|\b(?:check if|know if|wondering if|tell me if"
+    r"|whether)\b", re.IGNORECASE)
+
+
+def _asks_yes_no(sents: Sequence[Sentence], at: int) -> bool:
+    """The sentence of u_t holding offset `at` is a yes/no question."""
+    return any(st.start <= at < st.end and st.text.rstrip().endswith("?")
+               and _YES_NO_QUESTION.search(st.text) is not None for st in sents)
+
+
+def _later_hits(text: str, form: str, start: int) -> list[Found]:
+    """The occurrences of `form` in `text` after `start` (at most `_MAX_REPEATS`: a long
+    utterance may repeat a word thousands of times)."""
+    out: list[Found] = []
+    while len(out) < _MAX_REPEATS:
+        hit = find_value(text[start:], form, None)
+        if hit is None:
+            return out
+        out.append(Found(start + hit.start, start + hit.end, hit.key))
+        start += hit.end
+    return out
+
+
+def _compact(value: str) -> str:
+    return basic(value).replace(" ", "")
+
+
+def _inside_recorded_name(text: str, s: int, e: int, value: str,
+                          state: Mapping[str, str]) -> bool:
+    """The value is a word of a longer name the state records and the user says."""
+    word = basic(value)
+    toks = tokens_with_spans(text)
+    said = {t for t, _, _ in toks}
+    for recorded in state.values():
+        rtoks = basic(recorded).split()
+        if len(rtoks) < 3 or word not in rtoks or basic(recorded) == word:
+            continue
+        if sum(t in said for t in rtoks) * 2 >= len(rtoks):
+            return True
+    return False
+
+
+def _other_value_said(text: str, value: str, slots: list[str], wf: Workflow) -> bool:
+    """Another value of the same slot is named too ("a hotel rather than a guesthouse")."""
+    for name in slots:
+        spec = wf.slots[name]
+        for other in spec.values:
+            if basic(other) == basic(value):
+                continue
+            if any(find_value(text, f, None) or find_value(text, f + "s", None)
+                   for f in spec.surface_forms(other)):
+                return True  # "a hotel, no guesthouses"
+    return False
+
+
+def _other_value_offered(u: UserTurn, value: str, slots: list[str], wf: Workflow,
+                         at: int) -> bool:
+    """The agent's last turn names another value of the slot, and the user answers with
+    this one alone, in a sentence that asks nothing: a choice between them ("I really
+    need a hotel in the west please." to "I found a guest house listing for Rosa's Bed
+    and Breakfast"). The word must ask for a kind ("a hotel"), not name the entity at
+    hand ("book this hotel" to "Kirkwood House is a guesthouse", MultiWOZ PMUL4076 turn 1),
+    and a sentence with a question mark is left alone: "I'm looking for a hotel that has a
+    star rating of 2 as well, do any of those 14 hotels have a 2 star rating?" is no
+    choice in the corpus (MUL1008 turn 2). A reply that opens with the value after the
+    agent asked a question answers it, question mark or not ("Hotel would be better, can
+    I get a phone number for one please?", MUL1276 turn 4)."""
+    agent = u.last_agent
+    if not agent or _other_value_said(u.text, value, slots, wf):
+        return False
+    if not tokens_before(u.text, at, 1) and "?" in agent[-200:]:
+        # "Hotel would be better, can I get a phone number for one please?" to "There is
+        # a guesthouse and hotel available which do you prefer?" (MUL1276 turn 4): a reply
+        # that opens with the value answers the agent's question between the two
+        return _other_value_said(agent, value, slots, wf)
+    if tokens_before(u.text, at, 1) not in (["a"], ["an"]):
+        return False  # "I would like to book this hotel": the entity at hand, no kind
+    if any(s.start <= at < s.end and "?" in s.text for s in u.sentences):
+        return False  # "Are there any hotels that are cheap ...?": a search, not a choice
+    return _other_value_said(agent, value, slots, wf)
+
+
+def counts(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
+    """Counts next to a cue word of a number slot ("4 people", "three nights")."""
+    number_slots = [s for s in wf.slots.values() if s.type == "number"]
+    if not number_slots:
+        return []
+    out: list[Mention] = []
+    text = u.text
+    toks = u.tokens
+    cues = slot_cues(wf)
+    party = [sp.name for sp in number_slots if cues.slots_for(["people"]).get(sp.name)]
+    if len(party) == 1:
+        out.extend(_couple(u, party[0], claims))
+    for i, (tok, s, e) in enumerate(toks):
+        n = number_token(tok)
+        if n is None or not claims.free(s, e):
+            continue
+        nxt = [t for t, _, _ in toks[i + 1:i + 3]]
+        if (len(party) == 1 and nxt == ["of", "us"] and n != "1" and i > 0
+                and toks[i - 1][0] in ("all", "the", "for")):
+            # "a table for all 5 of us", "the two of us": the party itself ("one of us is
+            # vegetarian", "two of us are driving" count no party)
+            out.append(Mention(n, tuple(party), s, e, "number"))
+            continue
+        if nxt and (nxt[0] in _NOT_A_COUNT_AFTER
+                    or (nxt[0] in _TIME_UNITS and set(nxt[1:2]) & _AGO)):
+            continue  # "one way", "one of them", "two years ago"
+        if (text[s:e].lower() == "one" and i > 1 and toks[i - 1][0] == "for"
+                and toks[i - 2][0] in _SEARCH_VERBS):
+            continue  # "look for one in Anaheim": an item, not a count
+        if i > 1 and toks[i - 1][0] == "the" and toks[i - 2][0] == "of":
+            continue  # "Out of the 5, how many are expensive?": the results, not people
+        window = nxt + [t for t, _, _ in toks[max(0, i - 2):i]]
+        hits = cues.slots_for(window)
+        for slot in _compound_hits(cues, nxt[:1]):
+            hits[slot] = hits.get(slot, 0) + 1
+        cands = [sp.name for sp in number_slots if hits.get(sp.name)]
+        # the noun right after a count names what it counts: "4 stars for two nights"
+        named = [c for c in cands if nxt and c in cues.slots_for(nxt[:1])]
+        if named:
+            cands = named
+        if cands:
+            out.append(Mention(n, tuple(cands), s, e, "number"))
+        elif (len(number_slots) == 1 and i > 0 and toks[i - 1][0] == "for"
+              and (not nxt or nxt[0] in _AFTER_A_BARE_COUNT or number_token(nxt[0]))):
+            # "for 3 days"/"for two nights" count no people, "a table for 4 at 7" does
+            # "a table for 4": the only count slot, but no cue word: not exact
+            out.append(Mention(n, (number_slots[0].name,), s, e, "number", confidence=GUESS))
+    return out
+
+
+# the party of the user and one companion: "a room for me and my wife" (not "My husband
+# and I are celebrating our anniversary ...", MultiWOZ val: the search states no party)
+_RELATIVE = (r"(?:wife|husband|partner|girlfriend|boyfriend|friend|son|daughter|mother|father"
+             r"|mom|mum|dad|brother|sister|colleague|fiance|fiancee|spouse)")
+_COUPLE = re.compile(rf"\bfor (?:me|myself) and my {_RELATIVE}\b"
+                     rf"|\bfor my {_RELATIVE} and (?:me|myself)\b", re.IGNORECASE)
+
+
+def _couple(u: UserTurn, slot: str, claims: Claims) -> list[Mention]:
+    """"For me and my wife" counts two people, for the workflow's one party-size slot;
+    not in a negated clause, and only where no count is said beside it."""
+    m = _COUPLE.search(u.text)
+    if m is None or not claims.free(m.start(), m.end()):
+        return []
+    if any(number_token(t) is not None for t, _, _ in u.tokens):
+        return []  # "me and my wife and our 3 kids": the count is said otherwise
+    return [Mention("2", (slot,), m.start(), m.end(), "number")]
+
+
+# words before a time that say it is when the user gets there
+_ARRIVAL = re.compile(r"\b(?:get|gets|getting|be|make it)\s+(?:me\s+|us\s+)?there\b",
+                      re.IGNORECASE)
+
+
+def times(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
+    """The clock times s_t does not hold (`time`), and those it may hold (`time_held`: a
+    time s_t holds still keeps its words from being read as a count)."""
+    time_slots = [s.name for s in wf.slots.values() if s.type == "time"]
+    if not time_slots:
+        return []
+    out: list[Mention] = []
+    after = u.after
+    held = {slot: normalize_time(after[slot]) for slot in time_slots if slot in after}
+    text = u.text
+    for tm in u.times:
+        s, e, readings = tm.start, tm.end, tm.readings
+        # s_t has this time in some time slot, in any spelling ("2 in the afternoon")
+        if any(r is not None and r in readings for r in held.values()):
+            out.append(Mention(text[s:e], (), s, e, "time_held"))
+            continue
+        cands = disambiguate(text, s, list(time_slots), wf)
+        if len(cands) > 1 and _ARRIVAL.search(text, u.clause_start(s), s):
+            # "whatever time that will get me there closest to 14:00" (MultiWOZ PMUL1420
+            # turn 3): being there is arriving, whatever the preposition
+            cands = disambiguate(text, s, list(time_slots), wf, prep_word="by")
+        if any(c in held and held[c] is None for c in cands):
+            out.append(Mention(text[s:e], (), s, e, "time_held"))
+            continue  # a candidate holds a time this reader cannot compare
+        # no time slot holds any reading of it: the words before chose the slot, and were
+        # they wrong the time would still be recorded nowhere, so the narrowing does not
+        # make the value less sure ("I would like to get there by 09:00" with no time in
+        # s_t, MultiWOZ PMUL4333 turn 5)
+        floor = EXACT if len(cands) == 1 else None
+        out.append(Mention(text[s:e], tuple(time_slots), s, e, "time", tuple(sorted(readings)),
+                           narrowed=tuple(cands), floor=floor))
+    return out
+
+
+def _has_range_slot(wf: Workflow, slots: list[str]) -> bool:
+    """Some date slot of the workflow is the end of a range (return, drop-off, check-out)."""
+    hint = PREP_HINTS["until"]
+    return any(set(re.findall(r"[a-z]+", (wf.slots[s].name + " " + wf.slots[s].description)
+                              .lower())) & hint for s in slots)
+
+
+def _compound_hits(cues: SlotCues, tokens: list[str]) -> set[str]:
+    """Slots named by a word written as two of their cue words ("bedroom" for a slot
+    described as "number of bed rooms")."""
+    out: set[str] = set()
+    for t in tokens:
+        if not t.isalpha() or cues.slots_for([t]):
+            continue
+        for k in range(3, len(t) - 2):
+            common = set(cues.slots_for([t[:k]])) & set(cues.slots_for([t[k:]]))
+            out |= common
+    return out
+
+
+def dates(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
+    """Dates for date slots ("March 12th", "the 11th", "tomorrow", "next Monday") that s_t
+    does not hold (`date`), and those it may hold (`date_held`)."""
+    date_slots = [s.name for s in wf.slots.values() if s.type == "date"]
+    if not date_slots:
+        return []
+    out: list[Mention] = []
+    after = u.after
+    held = {slot: date_key(after[slot]) for slot in date_slots if slot in after}
+    text = u.text
+    closing: bool | None = None  # computed once: it reads the whole utterance
+    for m in u.dates:
+        if m.kind == "rel" and closing is None:
+            closing = _CLOSING.search(re.sub(r"\s+'", "'", text)) is not None
+        if m.kind == "rel" and (re.match(r"\s*(?:is|was|'s|will be)\b", text[m.end:m.end + 16])
+                                or closing):
+            # "Today is my anniversary", "That's all I need today, thanks": the day
+            # talked about, not a date asked for
+            continue
+        before = tokens_before(text, m.start, 1)
+        if before and before[0] in _RANGE_END and not _has_range_slot(wf, date_slots):
+            continue  # "Saturday through Monday": the end of a stay the schema counts
+        # s_t already has this day in some date slot ("12th of march" for "March 12th")
+        if any(k is not None and same_day(m.key, k) for k in held.values()):
+            out.append(Mention(m.text, (), m.start, m.end, "date_held"))
+            continue
+        cands = disambiguate(text, m.start, list(date_slots), wf)
+        # a candidate slot holds a date that cannot be compared with this one
+        # ("tomorrow" vs "March 2nd", or a form this module does not read): s_t may
+        # well record it, so nothing is claimed
+        if any(c in held and (held[c] is None or same_day(m.key, held[c] or "") is None)
+               for c in cands):
+            out.append(Mention(m.text, (), m.start, m.end, "date_held"))
+            continue
+        # a date is a date: one slot named by the words before it ("until March
+        # 13th" for the drop-off date) is as sure as the only date slot. Relative days
+        # ("tomorrow") and numeric dates ("4/5") are not: many states keep only the
+        # weekday, and 4/5 may be the 4th of May
+        conf: float | None = EXACT if len(cands) == 1 else None
+        if m.kind == "rel":
+            conf = GUESS
+        elif m.form == "num":
+            conf = min(conf or 1.0, LIKELY)
+        out.append(Mention(m.text, tuple(date_slots), m.start, m.end, "date",
+                           narrowed=tuple(cands), confidence=1.0 if conf is None else conf,
+                           floor=conf if conf == EXACT else None))
+    return out
+
+
+def places(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
+    """Place names for free slots that hold a city, area or location."""
+    slots = [s.name for s in wf.slots.values() if is_place_slot(s)]
+    if not slots:
+        return []
+    out: list[Mention] = []
+    text = u.text
+    after = u.after
+    last_agent = u.last_agent
+    cues = slot_cues(wf)
+    categorical = lexicon(wf).value_words
+    generic = domain_words(wf)
+    for m in find_places(text):
+        if not claims.free(m.start, m.end, "place"):
+            continue
+        core = basic(m.core)
+        if not core or core in categorical or core in generic or core == basic(wf.id):
+            continue  # a value of another slot, or the task's own name
+        # s_t holds it somewhere (perhaps as "Santa Rosa, CA", or "NYC" as "New York City")
+        if any(same_place(m.text, v) for v in after.values()):
+            continue
+        conf = m.confidence
+        cands = list(slots)
+        strong = False
+        if m.context in {"answer", "reply"}:
+            # a whole reply names the slot the agent just asked about
+            asked = cues.slots_for(cue_tokens(last_agent))
+            asked_places = [c for c in slots if asked.get(c)]
+            if not asked_places:
+                continue  # a bare name answers no place question: a pick, a title, ...
+            best = max(asked[c] for c in asked_places)
+            cands = [c for c in asked_places if asked[c] == best]
+            if "?" in last_agent:
+                conf = LIKELY
+                strong = len(cands) == 1 and m.context == "answer"
+            narrowed = cands
+        else:
+            narrowed = disambiguate(text, m.start, cands, wf, m.context)
+            # "to Fresno, CA": a state or country after the name makes it a place
+            strong = m.context in _STRONG_PREPS and m.core != m.text
+        # "over to BBQ ... the weather in Discovery Bay" with city=Discovery Bay: the
+        # slot's value is stated here too, so the other span is something else
+        if all(c in after and _states(text, after[c]) for c in narrowed):
+            continue
+        # the user repeats a place the agent offered: a reference to the offer, not a
+        # new constraint, when s_t already has a value for the slot
+        if u.agent_said(m.core):
+            if any(c in after for c in narrowed):
+                continue
+            conf, strong = min(conf, GUESS), False
+        if strong and len(narrowed) == 1:
+            out.append(Mention(m.text, tuple(cands), m.start, m.end, "place",
+                               narrowed=tuple(narrowed), floor=EXACT))
+        else:
+            out.append(Mention(m.text, tuple(cands), m.start, m.end, "place", confidence=conf,
+                               narrowed=tuple(narrowed)))
+    return out
+
+
+
+def _states(text: str, value: str) -> bool:
+    """`text` names `value` (or its part before a ", CA" suffix)."""
+    return bool(find_value(text, value, None) or find_value(text, value.partition(",")[0], None))
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class _PersonSlots:
+    """The workflow's free slots about people (slot -> its role words) and its name
+    slots (built once per workflow: `_PERSON_SLOTS`)."""
+
+    roles: Mapping[str, frozenset[str]]
+    names: tuple[str, ...]
+
+    @staticmethod
+    def build(wf: Workflow) -> _PersonSlots:
+        roles: dict[str, frozenset[str]] = {}
+        for spec in wf.slots.values():
+            if spec.type != "free" or spec.values or is_place_slot(spec):
+                continue
+            words = set(re.findall(r"[a-z]+", (spec.name + " " + spec.description).lower()))
+            if words & _PERSON_ROLES:
+                roles[spec.name] = frozenset(words & _PERSON_ROLES)
+        names = tuple(sp.name for sp in wf.slots.values() if sp.type == "free"
+                      and not sp.values and "name" in re.findall(r"[a-z]+", sp.name.lower())
+                      and not is_place_slot(sp))
+        return _PersonSlots(roles, names)
+
+
+_PERSON_SLOTS: Derived[Workflow, _PersonSlots] = Derived("extract.person_slots",
+                                                         _PersonSlots.build)
+
+
+_NAMING_WORD = re.compile(r"\b(?:called|named|titled)\b", re.IGNORECASE)
+
+
+def people(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
+    """People's names after a role word ("directed by Morton DaCosta", "stars X")."""
+    person = _PERSON_SLOTS.of(wf)
+    roles, names = person.roles, list(person.names)
+    if not roles and not (names and _NAMING_WORD.search(u.text)):
+        return []  # without role slots only "called/named/titled X" can name someone
+    out: list[Mention] = []
+    after = u.after
+    for span in name_spans(u.text):
+        if not claims.free(span.start, span.end, "name") or not span.before:
+            continue
+        prev = span.before[-1]
+        conf = LIKELY if span.words > 1 else GUESS
+        if prev in {"called", "named", "titled"}:
+            # "an attraction called Jesus Green Outdoor Pool": the slot that names things
+            cands = disambiguate(u.text, span.start, names, wf) if names else []
+        elif prev == "by":
+            cands = [c for c, w in roles.items() if w & _BY_ROLES]
+            verb = span.before[-2] if len(span.before) > 1 else ""
+            # "directed by": the verb names the role
+            named = [c for c in cands if any(_common_prefix(verb, r) >= max(4, len(verb) - 2)
+                                             for r in roles[c])]
+            cands = named or cands
+        elif prev in {"with", "featuring"}:
+            cands = [c for c, w in roles.items() if w & _WITH_ROLES]
+            conf = min(conf, GUESS)
+        else:
+            # "stars Jeff Harding", "the director Ang Lee"
+            cands = [c for c, w in roles.items()
+                     if any(_common_prefix(prev, r) >= max(4, len(prev) - 2) for r in w)]
+        if not cands:
+            continue
+        if any(same_place(span.text, v) for v in after.values()):
+            continue  # s_t records the name (perhaps with more words)
+        if all(c in after and _states(u.text, after[c]) for c in cands):
+            continue
+        if u.agent_said(span.text):
+            if any(c in after for c in cands):
+                continue
+            conf = min(conf, GUESS)
+        out.append(Mention(span.text, tuple(cands), span.start, span.end, "name",
+                           confidence=conf, narrowed=tuple(cands)))
+    return out
+
+
+def recorded(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
+    """Free values s_t or s_{t-1} records (names, places) said in u_t, longest first."""
+    text = u.text
+    slots_of: dict[str, list[str]] = {}
+    for state in (u.after, u.before):
+        for slot, value in state.items():
+            sspec = wf.slots.get(slot)
+            if sspec is not None and sspec.type == "free" and slot not in slots_of.get(value, []):
+                slots_of.setdefault(value, []).append(slot)
+    out: list[Mention] = []
+    for value in sorted(slots_of, key=len, reverse=True):
+        hit = find_value(text, value, wf.slots[slots_of[value][0]])
+        if hit:
+            slots = slots_of[value]
+            # "leaving from the Ruskin gallery" while s_{t-1} had it as the destination:
+            # the words before point at another free slot, so the slot is a guess
+            others = [n for n, sp in wf.slots.items() if sp.type == "free" and n not in slots]
+            pointed = disambiguate(text, hit.start, [*slots, *others], wf) if others else slots
+            weak = GUESS if not set(pointed) & set(slots) else 1.0
+            out.append(Mention(value, tuple(slots), hit.start, hit.end, "state",
+                               confidence=weak))
+    return out
