@@ -23,6 +23,9 @@ from sage_tod.text.normalize import tokens_before
 PREP_HINTS: Mapping[str, frozenset[str]] = {
     "from": frozenset({"departure", "depart", "leave", "leaving", "origin", "originates",
                        "pickup", "from", "start"}),
+    **{verb: frozenset({"departure", "depart", "leave", "leaving", "origin", "originates",
+                         "pickup", "from"})
+       for verb in ("leave", "leaves", "depart", "departs", "departing")},
     "leaving": frozenset({"departure", "depart", "leave", "leaving", "origin", "originates",
                           "pickup", "from"}),
     "to": frozenset({"destination", "going", "heading", "dropoff", "arrive", "to", "ends"}),
@@ -51,13 +54,36 @@ def disambiguate(text: str, start: int, candidates: list[str], wf: Workflow,
     for prep, hint_words in PREP_HINTS.items():
         if last == prep:
             for c in candidates:
-                spec = wf.slots[c]
-                words = set(re.findall(r"[a-z]+", (spec.name + " " + spec.description).lower()))
-                if words & hint_words:
+                if _role_words(wf, c) & hint_words:
                     hits[c] = hits.get(c, 0) + 2
     scored = [(hits.get(c, 0), c) for c in candidates]
     best = max(s for s, _ in scored)
     return unqualified(text, [c for s, c in scored if s == best])
+
+
+def _role_words(wf: Workflow, slot: str) -> set[str]:
+    spec = wf.slots[slot]
+    return set(re.findall(r"[a-z]+", (spec.name + " " + spec.description).lower()))
+
+
+def role_decides(text: str, start: int, slot: str, candidates: list[str], wf: Workflow
+                 ) -> bool:
+    """The word right before the value (past an article) is a role word (`PREP_HINTS`)
+    that points at `slot` and at no other candidate: "departing from Cambridge and
+    traveling to Peterborough" (MultiWOZ PMUL1478 turn 4), "leaving cambridge". Then
+    the narrowing is as sure as a slot named outright, and a value s_t holds only in a
+    sibling slot (departure and destination swapped) is not recorded. A tool agent's
+    workflow is left out: its user describes existing records as often as wishes ("change
+    my return flight from Texas to Newark", τ-bench airline task 1)."""
+    if wf.tools:
+        return False
+    before = tokens_before(text, start, 2)
+    if before and before[-1] == "the":
+        before = before[:-1]
+    hint = PREP_HINTS.get(before[-1]) if before else None
+    if hint is None:
+        return False
+    return [c for c in candidates if _role_words(wf, c) & hint] == [slot]
 
 
 def unqualified(text: str, candidates: list[str]) -> list[str]:

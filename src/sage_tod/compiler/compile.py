@@ -140,8 +140,11 @@ def _iuv(ctx: TurnContext) -> list[Criterion]:
             continue     # utterance may repeat a value thousands of times)
         seen.add(key)
         # recorded in a candidate slot, or in a slot of the workflow that could hold it (the
-        # extractor may have picked the wrong sibling): not ignored
-        if any(_holds(ctx, s, ex.readings) for s in _may_hold(ctx, ex.candidates, ex.value)):
+        # extractor may have picked the wrong sibling): not ignored; a slot its role word
+        # chose must hold it itself (`Extraction.role_decided`: "going to Cambridge" with
+        # Cambridge held as the departure is ignored, MultiWOZ PMUL1812 turn 3)
+        may = ex.candidates if ex.role_decided else _may_hold(ctx, ex.candidates, ex.value)
+        if any(_holds(ctx, s, ex.readings) for s in may):
             continue
         slots = " or ".join(ex.candidates)
         out.append(Criterion(

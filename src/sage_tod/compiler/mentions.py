@@ -89,6 +89,10 @@ class Extraction:
     confidence: float
     source: str  # user_values, or the `Source` it was read by ("asked" reads "categorical")
     alternatives: tuple[str, ...] = ()
+    # the word right before the value chose its slot among siblings sharing its values
+    # ("from Cambridge": departure, not destination; `assign.role_decides`): the value is
+    # recorded only in that slot, not in a sibling
+    role_decided: bool = False
 
     @property
     def readings(self) -> tuple[str, ...]:
