@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from sage_tod.compiler.cues import domain_words
 from sage_tod.contracts.spec import Derived, SlotSpec, Workflow
 from sage_tod.text.booleans import normalize_boolean
-from sage_tod.text.match import ValueQuery, anchor_tokens
+from sage_tod.text.match import _GRADES, ValueQuery, _gradable, anchor_tokens
 from sage_tod.text.normalize import basic
 
 
@@ -76,8 +76,27 @@ def _categorical_forms(wf: Workflow) -> tuple[ValueForm, ...]:
                         alt = " ".join(w[:-1] + " s" if w.endswith("s") and len(w) > 4 else w
                                        for w in words)
                         forms.append((len(basic(f)), alt, canon, spec))
-    return tuple(ValueForm(n, f, canon, spec, anchor_tokens(f), _compact(f), ValueQuery(f, None))
+    return tuple(ValueForm(n, f, canon, spec, _anchors(f, spec), _compact(f),
+                           ValueQuery(f, spec if _graded(f, spec) else None))
                  for n, f, canon, spec in sorted(forms, key=lambda x: -x[0]))
+
+
+def _graded(form: str, spec: SlotSpec) -> bool:
+    word = basic(form)
+    return spec.type == "categorical" and " " not in word and _gradable(word)
+
+
+def _anchors(form: str, spec: SlotSpec) -> frozenset[str] | None:
+    """`match.anchor_tokens(form)`, and for a one-word categorical value its graded forms
+    ("moderately priced", "cheaper", "cheapest"), which `ValueQuery.find` reads as the
+    value but which hold none of its tokens."""
+    anchors = anchor_tokens(form)
+    word = basic(form)
+    if anchors is None or spec.type != "categorical" or " " in word or not _gradable(word):
+        return anchors
+    # not the comparative: "which one is cheaper", "cheaper than AIRBNB" compare, they
+    # ask for no price range (MultiWOZ MUL2259 turn 3, MUL2677 turn 4)
+    return anchors | {word + suffix for suffix in _GRADES if suffix != "er"}
 
 
 @dataclass(frozen=True)

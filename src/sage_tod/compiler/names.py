@@ -135,11 +135,19 @@ def _span_after(text: str, at: int, capitalised: bool, named: bool = False
 
 
 def find_typed_names(turn: UserTurn | Turn, wf: Workflow) -> list[Mention]:
-    """Names u_t types for the workflow's name slot (`typed_name` mentions)."""
+    """Names u_t types for the workflow's name slot (`typed_name` mentions), read once
+    per turn (`UserTurn.typed`)."""
+    u = UserTurn.of(turn)
+    got = u.typed.get(wf.id)
+    if got is None:
+        got = u.typed[wf.id] = _typed_names(u, wf)
+    return got
+
+
+def _typed_names(u: UserTurn, wf: Workflow) -> list[Mention]:
     slot = name_slot(wf)
     if slot is None:
         return []
-    u = UserTurn.of(turn)
     text = u.text
     mixed = any(c.isupper() for c in text)
     others = lexicon(wf).others

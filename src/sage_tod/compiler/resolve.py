@@ -45,7 +45,9 @@ Each source has one step (`_STEPS`):
   user types wins over the one the agent offered); it claims nothing (its span is the
   assent, not the name).
 
-Last, `_demote_competing`: two different values for one slot leave none exact.
+Last, `_drop_alternatives`: of values of one slot joined by "or", one of which s_t
+records, only that one stays ("Italian or Indian" with food = indian); and
+`_demote_competing`: two different values for one slot leave none exact.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from sage_tod.compiler.assign import disambiguate
+from sage_tod.compiler.assign import disambiguate, role_decides
 from sage_tod.compiler.confidence import GUESS, LIKELY, SURE
 from sage_tod.compiler.mentions import SOURCES, Claims, Extraction, Mention, Source
 from sage_tod.compiler.utterance import CLAUSE_END, UserTurn, inside
@@ -184,15 +186,20 @@ class _Resolution(Claims):
             floor = None
             confidence = min(confidence, LIKELY)
         cands = list(m.slots)
-        narrowed = (list(m.narrowed) if m.narrowed is not None
-                    else disambiguate(u.text, s, cands, self.wf))
-        conf = _confidence(len(narrowed), len(narrowed) < len(cands))
+        by_role = False
+        if m.narrowed is not None:
+            narrowed = list(m.narrowed)
+        else:
+            narrowed = disambiguate(u.text, s, cands, self.wf)
+            by_role = len(narrowed) == 1 < len(cands) and role_decides(
+                u.text, s, narrowed[0], cands, self.wf)
+        conf = _confidence(len(narrowed), len(narrowed) < len(cands) and not by_role)
         if floor is not None:
             conf = max(conf, floor)
         conf = min(conf, confidence)  # every confidence is at most 1.0, the default cap
         self.taken.add(s, m.end)
         self.out.append(Extraction(m.value, tuple(narrowed), s, m.end, conf, source,
-                                   m.alternatives))
+                                   m.alternatives, by_role))
 
     def claim(self, m: Mention) -> None:
         self.taken.add(m.start, m.end)
@@ -255,7 +262,7 @@ def resolve(u: UserTurn, wf: Workflow, readers: Sequence[Reader]) -> list[Extrac
             batch.sort(key=_by_rank)
         for m in batch:
             _STEPS[m.source](res, m)
-    return _demote_competing(res.out, wf, u.text)
+    return _demote_competing(_drop_alternatives(res.out, wf, u.text, u.after), wf, u.text)
 
 
 def _instead(text: str, ex: Extraction) -> bool:
@@ -264,6 +271,33 @@ def _instead(text: str, ex: Extraction) -> bool:
         return False
     rest = CLAUSE_END.split(text[ex.end:ex.end + 60], maxsplit=1)[0]
     return bool(re.match(r"\s*(?:\w+\s+){0,2}instead\b", rest, re.IGNORECASE))
+
+
+_OR_BETWEEN = re.compile(r"^\s*(?:,\s*)?(?:or|or maybe|or perhaps|or else)\s+$", re.IGNORECASE)
+
+
+def _drop_alternatives(found: list[Extraction], wf: Workflow, text: str,
+                       after: Mapping[str, str]) -> list[Extraction]:
+    """Values of one slot joined by "or", one of which s_t records: the user offered
+    alternatives and s_t took one ("preferably Italian or Indian cuisine" with food =
+    indian, MultiWOZ PMUL3785 turn 3), so the others are no ignored values."""
+    by_slot: dict[str, list[Extraction]] = {}
+    for ex in found:
+        if len(ex.candidates) == 1 and ex.start is not None and ex.end is not None:
+            by_slot.setdefault(ex.candidates[0], []).append(ex)
+    drop: set[int] = set()
+    for slot, exs in by_slot.items():
+        spec = wf.slots.get(slot)
+        held = after.get(slot)
+        if spec is None or held is None or len(exs) < 2:
+            continue
+        for a, b in pairwise(sorted(exs, key=lambda x: x.start or 0)):
+            if not _OR_BETWEEN.match(text[a.end or 0:b.start or 0]):
+                continue
+            recorded = [x for x in (a, b) if spec.normalize(x.value) == spec.normalize(held)]
+            if recorded:
+                drop.update(id(x) for x in (a, b) if x is not recorded[0])
+    return [ex for ex in found if id(ex) not in drop]
 
 
 def _demote_competing(found: list[Extraction], wf: Workflow, text: str = ""

@@ -20,6 +20,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Mapping
 
+from sage_tod.compiler.mentions import Mention
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.dates import DateMention, find_dates
 from sage_tod.text.match import find_value, is_negated, text_tokens
@@ -51,6 +52,10 @@ _SEARCH_FOR_ENTITIES = re.compile(
 # a negation anywhere in a clause ("It doesn't need to have free parking")
 _NEGATION = re.compile(r"\b(?:not|no|never|without|nt|n't|dont|doesnt|isnt)\b|n't\b",
                        re.IGNORECASE)
+# "no later than 17:15", "not before 10:00", "no more than 3 nights": a negated bound
+# states the value as a limit (MultiWOZ val MUL1722 turn 4, arrive by 17:15)
+_BOUND = re.compile(r"\b(?:no|not)\s+(?:later|earlier|sooner|more|less|before|after)"
+                    r"(?:\s+than)?\s+$", re.IGNORECASE)
 # "a hotel, as opposed to a guesthouse", "rather than the north": the value is contrasted
 _CONTRASTED = re.compile(r"\b(?:as opposed to|rather than|instead of|other than)"
                          r"\s+(?:an?\s+|the\s+)?$", re.IGNORECASE)
@@ -80,6 +85,10 @@ class UserTurn:
         # (agent text, workflow id) -> the names that text offers (`offers.offered_in`):
         # the acceptance and the said-back readers both read the agent's last turn
         self.offers: dict[tuple[str, str], tuple[str, ...]] = {}
+        # workflow id -> the names u_t types for it (`names.find_typed_names`): the
+        # categorical reader (a value word inside a typed name is part of the name) and
+        # the typed-name reader both read them
+        self.typed: dict[str, list[Mention]] = {}
         # each reading below, computed the first time a reader asks (plain attributes,
         # not `functools.cached_property`, whose lock costs more than most readings here:
         # a `UserTurn` lives within one call, in one thread)
@@ -163,6 +172,8 @@ class UserTurn:
         since = self.clause_start(at)
         if _CONTRASTED.search(self.text, max(since, at - 24), at):
             return True
+        if _BOUND.search(self.text, max(since, at - 24), at):
+            return False  # "no later than 17:15": a bound, not a refusal
         return is_negated(self.text, at, since=since)
 
     def clause_negated(self, at: int) -> bool:

@@ -30,6 +30,7 @@ from sage_tod.compiler.confidence import GUESS, LIKELY
 from sage_tod.compiler.cues import SlotCues, cue_tokens, domain_words, slot_cues
 from sage_tod.compiler.lexicon import lexicon
 from sage_tod.compiler.mentions import Claims, Mention
+from sage_tod.compiler.names import find_typed_names
 from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.criteria import EXACT
 from sage_tod.contracts.spec import Derived, Workflow
@@ -50,7 +51,7 @@ _NOT_A_COUNT_AFTER = frozenset({"way", "of", "another", "more", "ago"})
 # what may follow a bare "for 4" that counts the party ("a table for 4 at 7pm, please")
 _AFTER_A_BARE_COUNT = frozenset({"at", "on", "and", "please", "in", "by", "this", "next",
                                  "tonight", "today", "tomorrow", "then", "thanks", "from",
-                                 "to", "with", "pm", "am"})
+                                 "to", "with", "pm", "am", "for"})
 _AGO = frozenset({"ago", "back", "before", "earlier", "old"})
 _TIME_UNITS = frozenset({"year", "years", "month", "months", "week", "weeks", "day", "days",
                          "hour", "hours", "minute", "minutes"})
@@ -113,6 +114,7 @@ def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
                 slots.append(spec.name)
     generic = domain_words(wf)
     cues = slot_cues(wf)
+    named = find_typed_names(u, wf) if by_span else []
     for (s, e), (value, slots) in sorted(by_span.items()):
         near = [t for t, ts, te in toks if te <= s][-3:] + [t for t, ts, te in toks if ts >= e][:3]
         if basic(value) in generic and not (set(near) & _CONTRAST and _other_value_said(
@@ -128,6 +130,8 @@ def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
             continue  # "nightclub" recorded as "night club"
         if _inside_recorded_name(text, s, e, value, after):
             continue  # "park" in "sheep's green and lammas land park"
+        if any(n.start <= s and e <= n.end and (n.start, n.end) != (s, e) for n in named):
+            continue  # "park" in "it's called Wandlebury Country Park": part of the name
         before = [t for t, ts, te in toks if te <= s][-1:]
         if before == ["how"]:
             continue  # "how expensive is it?": the degree asked about, no wish stated
@@ -143,6 +147,8 @@ def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
             cued = right or cued
             if not cued:
                 continue
+            if len(cued) == 1 and not u.clause_negated(s):
+                out.extend(_conjoined_amenity(u, wf, value, cued[0], e))
             if any(normalize_boolean(after.get(c, "")) == truth for c in cued):
                 continue  # "free wifi" recorded as internet=yes
             if u.clause_negated(s):
@@ -155,6 +161,26 @@ def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
             continue
         out.append(Mention(value, tuple(slots), s, e, "categorical"))
     return out
+
+
+def _conjoined_amenity(u: UserTurn, wf: Workflow, value: str, slot: str, end: int
+                       ) -> list[Mention]:
+    """"free wifi and parking": the yes/no word before the first amenity describes the
+    one joined to it by "and" too (MultiWOZ val PMUL3396 turn 1, "free wifi and
+    parking" with parking = yes). `end` is where the yes/no word ends; the amenity
+    right after it is `slot`'s cue, and the word after "and" must cue another slot of
+    the workflow that takes the same value, and nothing else."""
+    after_word = [(t, ts, te) for t, ts, te in u.tokens if ts >= end][:3]
+    if len(after_word) < 3 or after_word[1][0] != "and":
+        return []
+    word, ws, we = after_word[2]
+    truth = normalize_boolean(value)
+    others = [c for c in slot_cues(wf).slots_for([word]) if c != slot and c in wf.slots
+              and any(normalize_boolean(v) == truth for v in wf.slots[c].values)]
+    if len(others) != 1 or normalize_boolean(u.after.get(others[0], "")) == truth:
+        return []
+    canon = next(v for v in wf.slots[others[0]].values if normalize_boolean(v) == truth)
+    return [Mention(canon, (others[0],), ws, we, "categorical", narrowed=(others[0],))]
 
 
 # a question whose answer is yes or no: "Do they have free internet?", "Can I check if it
@@ -260,10 +286,11 @@ def counts(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
         if n is None or not claims.free(s, e):
             continue
         nxt = [t for t, _, _ in toks[i + 1:i + 3]]
-        if (len(party) == 1 and nxt == ["of", "us"] and n != "1" and i > 0
-                and toks[i - 1][0] in ("all", "the", "for")):
-            # "a table for all 5 of us", "the two of us": the party itself ("one of us is
-            # vegetarian", "two of us are driving" count no party)
+        if len(party) == 1 and n != "1" and (_party_of_us(toks, i) or (
+                i > 1 and toks[i - 1][0] == "of" and toks[i - 2][0] in ("group", "party"))):
+            # "a table for all 5 of us", "There will be three of us staying", "for a group
+            # of 6": the party itself ("one of us is vegetarian", "two of us are driving"
+            # count no party)
             out.append(Mention(n, tuple(party), s, e, "number"))
             continue
         if nxt and (nxt[0] in _NOT_A_COUNT_AFTER
@@ -293,6 +320,24 @@ def counts(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
     return out
 
 
+# what a subset of the party does ("two of us are driving", "three of us want fish"):
+# after these, "N of us" counts no party
+_SUBSET_VERBS = frozenset({"is", "are", "was", "were", "will", "would", "have", "has", "had",
+                           "want", "wants", "need", "needs", "can", "could", "do", "does",
+                           "don", "prefer", "like", "eat", "drive", "driving", "may", "might",
+                           "should", "must"})
+
+
+def _party_of_us(toks: Sequence[tuple[str, int, int]], i: int) -> bool:
+    """The count at token `i` is "N of us" and the words after do not make it a subset
+    of the party ("There 's 4 of us", "8 of us staying 5 nights", MultiWOZ val PMUL1650
+    turn 8 and MUL1174 turn 2)."""
+    if [t for t, _, _ in toks[i + 1:i + 3]] != ["of", "us"]:
+        return False
+    after = toks[i + 3][0] if i + 3 < len(toks) else ""
+    return after not in _SUBSET_VERBS
+
+
 # the party of the user and one companion: "a room for me and my wife" (not "My husband
 # and I are celebrating our anniversary ...", MultiWOZ val: the search states no party)
 _RELATIVE = (r"(?:wife|husband|partner|girlfriend|boyfriend|friend|son|daughter|mother|father"
@@ -317,6 +362,24 @@ _ARRIVAL = re.compile(r"\b(?:get|gets|getting|be|make it)\s+(?:me\s+|us\s+)?ther
                       re.IGNORECASE)
 
 
+# "I need to leave the restaurant by 19:30": the latest departure, not an arrival
+_LEAVE_VERB = re.compile(r"\b(?:leave|leaves|leaving|depart|departs|departing|"
+                         r"picked up|pick me up|pick us up)\b", re.IGNORECASE)
+_ARRIVE_VERB = re.compile(r"\b(?:arrive|arrives|arriving|arrival|get there|be there|"
+                          r"get to|reach)\b", re.IGNORECASE)
+
+
+def _leave_by(u: UserTurn, at: int) -> bool:
+    """The time at `at` follows "by" and a leave verb governs it in its clause, with no
+    arrive verb between them ("I want to leave the museum by 02:45", MultiWOZ val
+    MUL2693 turn 6, taxi leave time 02:45): "by" bounds the departure then."""
+    if tokens_before(u.text, at, 1) != ["by"]:
+        return False
+    since = u.clause_start(at)
+    leave = [m.end() for m in _LEAVE_VERB.finditer(u.text, since, at)]
+    return bool(leave) and _ARRIVE_VERB.search(u.text, leave[-1], at) is None
+
+
 def times(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
     """The clock times s_t does not hold (`time`), and those it may hold (`time_held`: a
     time s_t holds still keeps its words from being read as a count)."""
@@ -333,7 +396,8 @@ def times(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
         if any(r is not None and r in readings for r in held.values()):
             out.append(Mention(text[s:e], (), s, e, "time_held"))
             continue
-        cands = disambiguate(text, s, list(time_slots), wf)
+        cands = disambiguate(text, s, list(time_slots), wf,
+                             "after" if _leave_by(u, s) else None)
         if len(cands) > 1 and _ARRIVAL.search(text, u.clause_start(s), s):
             # "whatever time that will get me there closest to 14:00" (MultiWOZ PMUL1420
             # turn 3): being there is arriving, whatever the preposition
