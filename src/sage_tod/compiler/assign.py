@@ -70,7 +70,7 @@ def role_decides(text: str, start: int, slot: str, candidates: list[str], wf: Wo
                  ) -> bool:
     """The word right before the value (past an article) is a role word (`PREP_HINTS`)
     that points at `slot` and at no other candidate: "departing from Cambridge and
-    traveling to Peterborough" (MultiWOZ PMUL1478 turn 4), "leaving cambridge". Then
+    traveling to Peterborough" (MultiWOZ MUL1478 turn 4), "leaving cambridge". Then
     the narrowing is as sure as a slot named outright, and a value s_t holds only in a
     sibling slot (departure and destination swapped) is not recorded. A tool agent's
     workflow is left out: its user describes existing records as often as wishes ("change
