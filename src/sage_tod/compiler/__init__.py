@@ -1,7 +1,10 @@
 """Compiler: one turn -> atomic criteria K_t.
 
 `context` builds the turn context (states, Δ_t), `extract` finds the values the
-user supplied, `detect` the agent's requests and confirmations, `compile`
+user supplied (the turn analysis in `utterance`, the readers in `values`,
+`descriptors`, `names`, `dontcare` and `offers` return `mentions.Mention`s, and
+`resolve` turns them into extractions by one priority table, with `assign` the slot
+assignment), `detect` the agent's requests and confirmations, `compile`
 states each criterion with its arguments and evidence span, `kinds` holds the
 registry of criterion classes (built-in and plugin).
 """
