@@ -25,20 +25,10 @@ from sage_tod.compiler.offers import find_acceptance
 from sage_tod.compiler.resolve import _STEPS, PRIORITY, RANK, Reader, plan, resolve
 from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.criteria import EXACT
-from sage_tod.contracts.spec import SpecBundle, Workflow, parse_spec
+from sage_tod.contracts.spec import Workflow
 from sage_tod.contracts.turns import Turn, parse_turn
 from sage_tod.text.match import is_negated
-from test_extract_natural import SPEC
-
-
-def _spec() -> SpecBundle:
-    return parse_spec(SPEC)
-
-
-def _wf(name: str) -> Workflow:
-    wf = _spec().workflow(name)
-    assert wf is not None
-    return wf
+from test_extract_coverage import _spec, _wf
 
 
 def _turn(wf: str, user: str, agent_before: str = "", before: dict[str, str] | None = None,
