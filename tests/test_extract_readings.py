@@ -161,3 +161,22 @@ def test_area_words_the_spec_lists_are_read() -> None:
     assert ("restaurant-area", "south", True) in _read(
         "restaurant", "I 'm looking for a restaurant , in the moderate price range , in the "
         "southern part of town .")
+
+
+def test_an_offered_name_is_not_a_count_an_adverb_or_a_quote() -> None:
+    # what the agent's turn offers (`offers.offered_names`), MultiWOZ val turns
+    from sage_tod.compiler.offers import offered_names
+    hotel, restaurant = _SPEC.workflows["hotel"], _SPEC.workflows["restaurant"]
+    assert offered_names("i have four such types , do i recommend one ?", restaurant) == []
+    assert offered_names("Okay , you 've got it . I booked successfully for you , and the "
+                         "ref . number is 103OAAXG", hotel) == []  # PMUL2839 turn 6
+    # MUL2184 turn 2: the name starts at its first capital
+    assert offered_names("There are 6 choices . May I recommend the moderately priced "
+                         "Carolina Bed and Breakfast ?", hotel) == ["Carolina Bed and Breakfast"]
+    # SNG1049 turn 4: "then" ends the name
+    assert offered_names("I recommend Acorn Guest House then . Would you like to book a "
+                         "room ?", hotel) == ["Acorn Guest House"]
+    # pins: a titled name may open with a number word; "a ... called X" offers X alone
+    assert offered_names("How about One Seven Seven ?", restaurant) == ["One Seven Seven"]
+    assert offered_names("There is a lovely Polish restaurant called Barbakan , would you "
+                         "like me to make you a reservation ?", restaurant) == ["Barbakan"]

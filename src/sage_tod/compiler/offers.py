@@ -32,6 +32,7 @@ from sage_tod.contracts.spec import Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
 from sage_tod.text.normalize import basic
+from sage_tod.text.numbers import number_token
 from sage_tod.text.places import name_spans
 from sage_tod.text.sentences import sentences
 
@@ -105,7 +106,7 @@ _STOP = frozenset({"in", "on", "at", "is", "it", "its", "which", "that", "locate
                    "with", "serving", "serves", "they", "would", "has", "offers",
                    "near", "does", "do", "if", "as", "but", "or", "to", "you", "can", "will",
                    "could", "should", "there", "are", "was", "by", "from", "of",
-                   "matching", "meeting", "meets", "fitting", "fits", "available"})
+                   "matching", "meeting", "meets", "fitting", "fits", "available", "then"})
 _NOT_A_NAME = frozenset({"a", "an", "some", "several", "many", "one", "two", "three", "no",
                          "any", "lots", "plenty", "options", "option", "listing", "listings",
                          "place", "places", "information", "info", "reference", "booking",
@@ -114,7 +115,8 @@ _NOT_A_NAME = frozenset({"a", "an", "some", "several", "many", "one", "two", "th
                          "available", "great", "good", "nice", "i", "to", "booked", "book",
                          "reservation", "stay", "what", "which", "who", "how", "number", "for",
                          "shorter", "found", "located", "just", "only", "either", "neither",
-                         "both"})
+                         "both", "and", "also", "into", "earliest", "latest", "cheapest",
+                         "nearest", "closest"})
 _NEXT_NAME = re.compile(r"\s+(?:and|or)\s+the\s+", re.IGNORECASE)
 # "I have just one place available. It is Pizza Hut Cherry Hinton.": a sentence that opens
 # with a pronoun and a capitalised span names the one entity the turn presents (mixed case
@@ -156,6 +158,15 @@ def _clean(span: str, others: AbstractSet[str]) -> str | None:
     words = span.split()
     while words and (words[-1].lower() in _STOP or not any(c.isalnum() for c in words[-1])):
         words.pop()  # "the la margherita - it 's cheap": a dash ends the name
+    if words and not any(c.isalnum() for c in words[0]):
+        return None  # '" whale of a time "': a quoted title, read from its quote
+    if words and words[0][:1].islower() and any(w[:1].isupper() for w in words[1:]):
+        # "the moderately priced Carolina Bed and Breakfast": in a text that capitalises
+        # names, the name starts at its first capital, after words that describe it (not
+        # "a restaurant that serves British cuisine": no name at all)
+        cap = next(i for i, w in enumerate(words) if w[:1].isupper())
+        if not {w.lower() for w in words[:cap]} & (_STOP | _NOT_A_NAME | others):
+            words = words[cap:]
     # "All Saints Church", "One Seven Seven": a name written as one, every word capitalised,
     # may open with a word that otherwise counts or quantifies
     titled = len(words) > 1 and all(w[:1].isupper() for w in words)
@@ -165,6 +176,10 @@ def _clean(span: str, others: AbstractSet[str]) -> str | None:
         return None  # "found in the center": a place phrase, no name
     if any(ch.isdigit() for ch in " ".join(words)) or words[0].lower().endswith("ing"):
         return None  # an address, a code, "checking out the architecture"
+    if number_token(words[0].lower()) is not None and not titled:
+        return None  # "i have four such types", "four places fitting that criteria"
+    if len(words) == 1 and words[0].islower() and words[0].endswith("ly") and len(words[0]) > 4:
+        return None  # "I booked successfully for you": an adverb
     if all(basic(w) in others for w in words):
         return None  # "the architecture", "cheap guesthouse": values of other slots
     value = " ".join(words)
