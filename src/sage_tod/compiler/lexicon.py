@@ -45,7 +45,10 @@ class ValueForm:
     spec: SlotSpec
     anchors: frozenset[str] | None  # `match.anchor_tokens(form)`; None: never screened out
     compact: str  # the folded form without spaces
-    query: ValueQuery  # `ValueQuery(form, None)`, prepared once
+    # `ValueQuery(form, None)`, prepared once; a graded form's is its slot's
+    # (`ValueQuery(form, spec)`, which reads "moderately" and "cheapest" as the value)
+    query: ValueQuery
+    graded: bool = False
 
 
 # a compact spelling shorter than this is never read from a bigram ("a b" is no value)
@@ -76,23 +79,29 @@ def _categorical_forms(wf: Workflow) -> tuple[ValueForm, ...]:
                         alt = " ".join(w[:-1] + " s" if w.endswith("s") and len(w) > 4 else w
                                        for w in words)
                         forms.append((len(basic(f)), alt, canon, spec))
-    return tuple(ValueForm(n, f, canon, spec, _anchors(f, spec), _compact(f),
-                           ValueQuery(f, spec if _graded(f, spec) else None))
-                 for n, f, canon, spec in sorted(forms, key=lambda x: -x[0]))
+    out = []
+    for n, f, canon, spec in sorted(forms, key=lambda x: -x[0]):
+        graded = _graded(f, spec)
+        out.append(ValueForm(n, f, canon, spec, _anchors(f, graded), _compact(f),
+                             ValueQuery(f, spec if graded else None), graded))
+    return tuple(out)
 
 
 def _graded(form: str, spec: SlotSpec) -> bool:
+    """A one-word categorical value that is no yes/no word: its adverb and superlative
+    state it too ("moderately priced", "the cheapest"), as the slot's own query reads
+    them (`ValueQuery` grades a categorical slot's one-word values)."""
     word = basic(form)
-    return spec.type == "categorical" and " " not in word and _gradable(word)
+    return (spec.type == "categorical" and " " not in word and _gradable(word)
+            and normalize_boolean(form) is None)
 
 
-def _anchors(form: str, spec: SlotSpec) -> frozenset[str] | None:
-    """`match.anchor_tokens(form)`, and for a one-word categorical value its graded forms
-    ("moderately priced", "cheaper", "cheapest"), which `ValueQuery.find` reads as the
-    value but which hold none of its tokens."""
+def _anchors(form: str, graded: bool) -> frozenset[str] | None:
+    """`match.anchor_tokens(form)`, and for a graded form its adverb and superlative,
+    which hold none of its tokens."""
     anchors = anchor_tokens(form)
     word = basic(form)
-    if anchors is None or spec.type != "categorical" or " " in word or not _gradable(word):
+    if anchors is None or not graded:
         return anchors
     # not the comparative: "which one is cheaper", "cheaper than AIRBNB" compare, they
     # ask for no price range (MultiWOZ MUL2259 turn 3, MUL2677 turn 4)
