@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 
 from sage_tod.compiler.cues import cue_tokens, slot_cues
-from sage_tod.contracts.spec import Workflow
+from sage_tod.contracts.spec import SlotSpec, Workflow
 from sage_tod.text.normalize import tokens_before
 
 # the preposition before a value -> the words of the slots it points at
@@ -54,15 +54,16 @@ def disambiguate(text: str, start: int, candidates: list[str], wf: Workflow,
     for prep, hint_words in PREP_HINTS.items():
         if last == prep:
             for c in candidates:
-                if _role_words(wf, c) & hint_words:
+                if slot_words(wf.slots[c]) & hint_words:
                     hits[c] = hits.get(c, 0) + 2
     scored = [(hits.get(c, 0), c) for c in candidates]
     best = max(s for s, _ in scored)
     return unqualified(text, [c for s, c in scored if s == best])
 
 
-def _role_words(wf: Workflow, slot: str) -> set[str]:
-    spec = wf.slots[slot]
+def slot_words(spec: SlotSpec) -> set[str]:
+    """The words of a slot's name and description ("train-departure", "departure location
+    of the train"): what a role word, a person role or a count cue is matched against."""
     return set(re.findall(r"[a-z]+", (spec.name + " " + spec.description).lower()))
 
 
@@ -83,7 +84,7 @@ def role_decides(text: str, start: int, slot: str, candidates: list[str], wf: Wo
     hint = PREP_HINTS.get(before[-1]) if before else None
     if hint is None:
         return False
-    return [c for c in candidates if _role_words(wf, c) & hint] == [slot]
+    return [c for c in candidates if slot_words(wf.slots[c]) & hint] == [slot]
 
 
 def unqualified(text: str, candidates: list[str]) -> list[str]:

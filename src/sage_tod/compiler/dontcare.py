@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 
+from sage_tod.compiler.assign import slot_words
 from sage_tod.compiler.confidence import CERTAIN, GUESS, SPLIT
 from sage_tod.compiler.cues import cue_tokens, slot_cues, stem
 from sage_tod.compiler.mentions import Mention
@@ -178,7 +179,7 @@ def _waivable(wf: Workflow) -> set[str]:
 def _build_waivable(wf: Workflow) -> frozenset[str]:
     out = set()
     for name, spec in wf.slots.items():
-        words = set(re.findall(r"[a-z]+", f"{spec.name} {spec.description}".lower()))
+        words = slot_words(spec)
         if spec.type == "number" and words & {"people", "person", "stay", "nights", "guests"}:
             continue
         out.add(name)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from sage_tod.compiler.cues import domain_words
 from sage_tod.contracts.spec import Derived, SlotSpec, Workflow
 from sage_tod.text.booleans import normalize_boolean
-from sage_tod.text.match import _GRADES, ValueQuery, _gradable, anchor_tokens
+from sage_tod.text.match import GRADES, ValueQuery, anchor_tokens, gradable
 from sage_tod.text.normalize import basic
 
 
@@ -92,7 +92,7 @@ def _graded(form: str, spec: SlotSpec) -> bool:
     state it too ("moderately priced", "the cheapest"), as the slot's own query reads
     them (`ValueQuery` grades a categorical slot's one-word values)."""
     word = basic(form)
-    return (spec.type == "categorical" and " " not in word and _gradable(word)
+    return (spec.type == "categorical" and " " not in word and gradable(word)
             and normalize_boolean(form) is None)
 
 
@@ -105,7 +105,7 @@ def _anchors(form: str, graded: bool) -> frozenset[str] | None:
         return anchors
     # not the comparative: "which one is cheaper", "cheaper than AIRBNB" compare, they
     # ask for no price range (MultiWOZ MUL2259 turn 3, MUL2677 turn 4)
-    return anchors | {word + suffix for suffix in _GRADES if suffix != "er"}
+    return anchors | {word + suffix for suffix in GRADES if suffix != "er"}
 
 
 @dataclass(frozen=True)

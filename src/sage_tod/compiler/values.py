@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from sage_tod.compiler.assign import PREP_HINTS, disambiguate
+from sage_tod.compiler.assign import PREP_HINTS, disambiguate, slot_words
 from sage_tod.compiler.confidence import GUESS, LIKELY
 from sage_tod.compiler.cues import SlotCues, cue_tokens, domain_words, slot_cues
 from sage_tod.compiler.lexicon import lexicon
@@ -418,8 +418,7 @@ def times(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
 def _has_range_slot(wf: Workflow, slots: list[str]) -> bool:
     """Some date slot of the workflow is the end of a range (return, drop-off, check-out)."""
     hint = PREP_HINTS["until"]
-    return any(set(re.findall(r"[a-z]+", (wf.slots[s].name + " " + wf.slots[s].description)
-                              .lower())) & hint for s in slots)
+    return any(slot_words(wf.slots[s]) & hint for s in slots)
 
 
 def _compound_hits(cues: SlotCues, tokens: list[str]) -> set[str]:
@@ -572,7 +571,7 @@ class _PersonSlots:
         for spec in wf.slots.values():
             if spec.type != "free" or spec.values or is_place_slot(spec):
                 continue
-            words = set(re.findall(r"[a-z]+", (spec.name + " " + spec.description).lower()))
+            words = slot_words(spec)
             if words & _PERSON_ROLES:
                 roles[spec.name] = frozenset(words & _PERSON_ROLES)
         names = tuple(sp.name for sp in wf.slots.values() if sp.type == "free"

@@ -401,8 +401,8 @@ class ValueQuery:
         if self.stype == "categorical":  # "a cheaper hotel", "the cheapest one", "moderately"
             toks, by_token = r.index()  # the possessive "s" is never graded
             graded = [Found(toks[i][1], toks[i][2], key) for form in forms
-                      if len(form) == 1 and _gradable(form[0])
-                      for i in sorted(i for suffix in _GRADES
+                      if len(form) == 1 and gradable(form[0])
+                      for i in sorted(i for suffix in GRADES
                                       for i in by_token.get(form[0] + suffix, []))]
             if graded:
                 return graded
@@ -455,8 +455,8 @@ def _needles(forms: tuple[tuple[str, ...], ...], *, typo_able: bool, graded: boo
             out.update(dict.fromkeys((w[:h], w[len(w) - h:])))
             out.update(dict.fromkeys(raw for raw, pieces in _SPECIAL_BY_FIRST.get(w[0], ())
                                      if any(_same_or_typo(p, w) for p in pieces)))
-        if graded and len(f) == 1 and _gradable(f[0]):
-            words += [f[0] + suffix for suffix in _GRADES]
+        if graded and len(f) == 1 and gradable(f[0]):
+            words += [f[0] + suffix for suffix in GRADES]
         for w in words:
             out.update(dict.fromkeys(spellings(w)))
     return tuple(out)
@@ -494,10 +494,10 @@ def _match_forms(written: tuple[str, ...], free: bool) -> tuple[tuple[str, ...],
 
 # the comparative, the superlative and the adverb of an adjective value state it:
 # "cheaper", "cheapest", "moderately (priced)"
-_GRADES = ("er", "est", "ly")
+GRADES = ("er", "est", "ly")
 
 
-def _gradable(word: str) -> bool:
+def gradable(word: str) -> bool:
     """A value whose graded or adverb forms are read as it ("cheaper" for "cheap")."""
     return len(word) >= 4 and word.isalpha()
 
