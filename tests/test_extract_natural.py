@@ -3,8 +3,9 @@
 Utterances are quoted from MultiWOZ 2.1 (MIT licence) dialogues among the 199
 set aside for development in `$SAGE_TOD_DATA/mwzeval/dev_dialogues.json`, as the
 natural-failure slice carries them (corpus user turn, the corpus agent turn
-before it; system outputs where a test is about placeholders). Each test names
-its dialogue and turn index, and each fails without the rule it is about.
+before it; system outputs where a test is about placeholders), or from the
+validation split where a test says so. Each test names its dialogue and turn
+index, and each fails without the rule it is about.
 """
 
 from __future__ import annotations
@@ -479,3 +480,66 @@ def test_a_naming_verb_before_restaurant_is_no_cuisine() -> None:
     thai = "I am looking for a thai restaurant in the centre ."
     assert [e.value for e in _by_slot(_extract("restaurant", thai), "restaurant-food")
             ] == ["thai"]
+
+
+# -- offers of another workflow's entity (`compiler/entity_words.py`) ----------------------
+
+def test_yes_to_another_workflows_entity_names_nothing_here() -> None:
+    # validation MUL0013 turn 3: a restaurant turn whose "Yes" takes the guesthouse
+    found = _extract("restaurant", "Yes . I am looking for an indian restaurant in the cheap "
+                     "price range .", "The archway guesthouse is moderately priced . Would you "
+                     "like to book a room ?")
+    assert not _by_slot(found, "restaurant-name")
+    # the same offer in the hotel workflow is taken
+    hotel = _extract("hotel", "Yes please , book it for 2 nights .", "The archway guesthouse is "
+                     "moderately priced . Would you like to book a room ?")
+    assert [e.value for e in _by_slot(hotel, "hotel-name")] == ["archway guesthouse"]
+
+
+def test_a_hotel_named_in_an_attraction_turn_is_not_its_name() -> None:
+    # validation MUL1166 turn 3 (an attraction turn; "Hotel" heads the name)
+    found = _extract("attraction", "That 's fine . I 'm also looking for nightclubs .",
+                     "The University Arms Hotel is in the town centre . Will that do ?")
+    assert not _by_slot(found, "attraction-name")
+
+
+def test_a_restaurant_whose_name_opens_with_hotel_is_a_restaurant() -> None:
+    # validation MUL0933 turn 4: the head of "Hotel du Vin and Bistro" is "Bistro"
+    found = _extract("restaurant", "Yes , please . Table for 8 at 15:45 on sunday",
+                     "Hotel du Vin and Bistro is a moderately priced restaurant in the center "
+                     "of town . Would you like to book a table there ?")
+    assert [e.value for e in _by_slot(found, "restaurant-name")] == ["Hotel du Vin and Bistro"]
+
+
+def test_an_address_word_does_not_move_the_offer() -> None:
+    # validation PMUL0690 turn 5: "park" (an attraction type) is part of the address
+    found = _extract("restaurant", "yeah i need a table for eight", "the pizza hut fen ditton "
+                     "is located at Cambridge retail park newmarket road . Would you like me to "
+                     "book a reservation ?")
+    assert [e.value for e in _by_slot(found, "restaurant-name")] == ["pizza hut fen ditton"]
+
+
+def test_a_listed_name_belongs_to_the_workflow_that_lists_it() -> None:
+    # validation PMUL2992 turn 4 ("primavera" is a museum); here the spec lists the
+    # attraction names, as a catalogue
+    spec = dict(SPEC)
+    spec["workflows"] = [dict(w) for w in SPEC["workflows"]]
+    attraction = next(w for w in spec["workflows"] if w["id"] == "attraction")
+    attraction["slots"] = [dict(s, values=["primavera", "cambridge punter"])
+                           if s["name"] == "attraction-name" else s for s in attraction["slots"]]
+    bundle = parse_spec(spec)
+    turn = parse_turn({"dialogue_id": "d", "turn_id": 1, "workflow": "hotel",
+                       "user": "Yes ! Can you help me book a hotel room ?", "agent": "",
+                       "state_before": {}, "state_after": {},
+                       "history": [{"user": "", "agent": "I have 11 museums . I can recommend "
+                                    "the primavera . It is free . Can I help you with "
+                                    "anything else today ?"}]}, bundle).turn
+    wf = bundle.workflow("hotel")
+    assert wf is not None
+    assert not [e for e in extract_user_values(turn, wf, bundle)
+                if "hotel-name" in e.candidates]
+    # without the catalogue nothing tells whose the primavera is: it is taken
+    assert [e.value for e in _by_slot(_extract(
+        "hotel", "Yes ! Can you help me book a hotel room ?", "I have 11 museums . I can "
+        "recommend the primavera . It is free . Can I help you with anything else today ?"),
+        "hotel-name")] == ["primavera"]

@@ -96,6 +96,23 @@ def test_a_value_held_only_in_the_sibling_slot_is_not_recorded() -> None:
     assert ("train-destination", "cambridge", True) in found
 
 
+def test_s1_says_which_sibling_slot_holds_the_value() -> None:
+    # the same PMUL1812 turn 3: S1's failure says where s_t put Cambridge
+    from sage_tod.verifiers.base import Item
+    from sage_tod.verifiers.symbolic import SymbolicVerifier
+
+    state = {"train-day": "wednesday", "train-departure": "cambridge", "train-leaveat": "13:45"}
+    turn = _turn("I can leave any time after 13:45 going to Cambridge . Will you check "
+                 "the schedule again , please ?", "No train leaving kings lynn at 13.45 . Do "
+                 "you want to change the departure time ?", state)
+    ctx = make_context(_SPEC, turn)
+    crit = next(c for c in compile_turn(ctx) if isinstance(c.args, IUVArgs)
+                and c.args.slot == "train-destination")
+    decision = SymbolicVerifier().decide([Item(crit, ctx)])[0]
+    assert decision.outcome.value == "true"
+    assert decision.rationale.endswith("leaves it unfilled (s_t holds it for train-departure)")
+
+
 def test_a_value_whose_role_is_unsure_still_counts_in_the_sibling_slot() -> None:
     # the same state, with a reply that names the station without a role word: the
     # extractor may have picked the wrong sibling, so s_t holding it anywhere counts

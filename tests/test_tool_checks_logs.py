@@ -340,6 +340,8 @@ def test_removing_a_passenger_is_declined_not_handed_over(tmp_path: Path) -> Non
     assert [c.decision.value for c in handoff] == ["true"]
     assert handoff[0].evidence is not None
     assert handoff[0].evidence.text.lower() == "remove a passenger"
+    # the rationale says what was not done, and not that nothing was looked up
+    assert "without calling update_reservation_passengers" in handoff[0].rationale
 
 
 @needs_data

@@ -2,7 +2,8 @@
 
 `context` builds the turn context (states, Δ_t), `extract` finds the values the
 user supplied (the turn analysis in `utterance`, the readers in `values`,
-`descriptors`, `names`, `dontcare` and `offers` return `mentions.Mention`s, and
+`descriptors`, `names`, `dontcare` and `offers` return `mentions.Mention`s (an
+offer of another workflow's entity is told by `entity_words`), and
 `resolve` turns them into extractions by one priority table, with `assign` the slot
 assignment), `detect` the agent's requests and confirmations, `compile`
 states each criterion with its arguments and evidence span, `kinds` holds the

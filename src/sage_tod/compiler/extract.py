@@ -31,6 +31,7 @@ from sage_tod.compiler import values
 from sage_tod.compiler.cues import domain_words
 from sage_tod.compiler.descriptors import find_descriptors
 from sage_tod.compiler.dontcare import find_waivers
+from sage_tod.compiler.entity_words import entity_words
 from sage_tod.compiler.mentions import Claims, Extraction, Mention
 from sage_tod.compiler.names import find_typed_names
 from sage_tod.compiler.offers import find_acceptance
@@ -104,7 +105,8 @@ def extract_user_values(turn: Turn, wf: Workflow, spec: SpecBundle | None = None
                                   "user_values"))
         return [e for e in out if e.confidence >= EXTRACTION_FLOOR]
     others = _OTHER_WORDS.of(spec).of(spec, wf) if spec is not None else frozenset()
-    return [e for e in resolve(UserTurn(turn, after, before, others), wf, READERS)
+    entities = entity_words(spec) if spec is not None else None
+    return [e for e in resolve(UserTurn(turn, after, before, others, entities), wf, READERS)
             if e.confidence >= EXTRACTION_FLOOR]
 
 

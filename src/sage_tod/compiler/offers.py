@@ -331,6 +331,11 @@ def find_acceptance(turn: UserTurn | Turn, wf: Workflow) -> Mention | None:
     names = offered_in(agent, wf, u)
     if len(names) != 1:
         return None  # nothing offered, or several: which one is taken is not said
+    if u.entities is not None and u.entities.elsewhere(wf, names[0]):
+        # "The archway guesthouse is moderately priced. Would you like to book a room?"
+        # - "Yes. I am looking for an indian restaurant": the "yes" takes another
+        # workflow's entity, no value of this one (`entity_words`)
+        return None
     held = u.after.get(slot)
     if held and overlaps(held, names[0]):
         return None  # s_t records it, in another spelling ("pizza hut fenditton")

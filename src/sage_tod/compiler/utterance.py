@@ -20,6 +20,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Mapping
 
+from sage_tod.compiler.entity_words import EntityWords
 from sage_tod.compiler.mentions import Mention
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.dates import DateMention, find_dates
@@ -52,13 +53,6 @@ _SEARCH_FOR_ENTITIES = re.compile(
 # a negation anywhere in a clause ("It doesn't need to have free parking")
 _NEGATION = re.compile(r"\b(?:not|no|never|without|nt|n't|dont|doesnt|isnt)\b|n't\b",
                        re.IGNORECASE)
-# "no later than 17:15", "not before 10:00", "no more than 3 nights": a negated bound
-# states the value as a limit (MultiWOZ val MUL1722 turn 4, arrive by 17:15)
-_BOUND = re.compile(r"\b(?:no|not)\s+(?:later|earlier|sooner|more|less|before|after)"
-                    r"(?:\s+than)?\s+$", re.IGNORECASE)
-# "a hotel, as opposed to a guesthouse", "rather than the north": the value is contrasted
-_CONTRASTED = re.compile(r"\b(?:as opposed to|rather than|instead of|other than)"
-                         r"\s+(?:an?\s+|the\s+)?$", re.IGNORECASE)
 
 Spans = list[tuple[int, int]]
 
@@ -73,12 +67,16 @@ class UserTurn:
 
     def __init__(self, turn: Turn, after: Mapping[str, str] | None = None,
                  before: Mapping[str, str] | None = None,
-                 others: frozenset[str] = frozenset()) -> None:
+                 others: frozenset[str] = frozenset(),
+                 entities: EntityWords | None = None) -> None:
         self.turn = turn
         self.text = turn.user
         # the words that name the spec's other workflows and not the turn's own
         # (`extract._OTHER_WORDS`): a search that names one searches another workflow
         self.others = others
+        # the spec's words that describe each entity workflow (`entity_words`): an offer
+        # of another workflow's entity is no offer for this one (None: no spec given)
+        self.entities = entities
         # s_t and s_{t-1} with unset values removed (`Turn.after()`), read-only
         self.after: Mapping[str, str] = turn.after() if after is None else after
         self.before: Mapping[str, str] = turn.before() if before is None else before
@@ -166,15 +164,10 @@ class UserTurn:
         return ends[k - 1] if k else 0
 
     def negated(self, at: int) -> bool:
-        """A negation among the three words before `at`, within its clause, or a contrast
-        right before it ("not in the north", "rather than the north"; "No, the 8th." is
-        a correction)."""
-        since = self.clause_start(at)
-        if _CONTRASTED.search(self.text, max(since, at - 24), at):
-            return True
-        if _BOUND.search(self.text, max(since, at - 24), at):
-            return False  # "no later than 17:15": a bound, not a refusal
-        return is_negated(self.text, at, since=since)
+        """A negation or a contrast among the three words before `at`, within its clause
+        ("not in the north", "rather than the north"; "No, the 8th." is a correction; "no
+        later than 17:15" is a bound): `match.is_negated`."""
+        return is_negated(self.text, at, since=self.clause_start(at))
 
     def clause_negated(self, at: int) -> bool:
         """A negation anywhere in the clause before `at`, at most 120 characters back

@@ -31,7 +31,7 @@ from sage_tod.text.slot import SlotLike
 from sage_tod.text.times import find_times, normalize_time
 
 _NEGATION = frozenset({"not", "no", "dont", "don", "nt", "never", "except", "without", "instead",
-                       "rather", "other", "than"})
+                       "rather", "other", "than", "opposed"})
 # "not too pricey or cheap": a negation before the first of two joined values reaches both
 _JOINERS = frozenset({"or", "nor"})
 
@@ -165,15 +165,37 @@ def _iter_tokens(r: Reading, needle: Sequence[str], fuzzy: bool = False
 
 def is_negated(text: str, start: int, since: int = 0) -> bool:
     """True when one of the three tokens before `start` negates what follows, or the
-    three before an "or" among them do ("not too pricey or cheap"). Only tokens that
-    begin at or after `since` count (a clause start). The six tokens this reads are found
-    by binary search: callers ask once per candidate value of a possibly long text."""
+    three before an "or" among them do ("not too pricey or cheap"). A contrast negates
+    ("rather than", "instead of", "as opposed to"); a bound does not ("no later than",
+    "not before", "earlier than": `_BOUND_WORDS`). This is the one negation test of the
+    extractor and of S1. Only tokens that begin at or after `since` count (a clause
+    start). The six tokens this reads are found by binary search: callers ask once per
+    candidate value of a possibly long text."""
     before = _words(tokens_before(text, start, 9, since))[-6:]
-    window = before[-3:]
-    if any(_negates(t) for t in window):
+    n = len(before)
+    if any(_negates_at(before, i) for i in range(max(0, n - 3), n)):
         return True
-    joins = [i for i, t in enumerate(before) if t in _JOINERS and i >= len(before) - 3]
-    return bool(joins) and any(_negates(t) for t in before[max(0, joins[0] - 3):joins[0]])
+    joins = [i for i, t in enumerate(before) if t in _JOINERS and i >= n - 3]
+    return bool(joins) and any(_negates_at(before, i)
+                               for i in range(max(0, joins[0] - 3), joins[0]))
+
+
+# bound words: a negation right before one states a limit, not a refusal ("no later than
+# 17:15", "not before 10:00", "no more than 3 nights": MultiWOZ val MUL1722 turn 4), and
+# "than" right after one compares with the value, it does not contrast ("earlier than
+# 10:00" arrives by 10:00; "rather than", "other than" still contrast)
+_BOUND_WORDS = frozenset({"later", "earlier", "sooner", "more", "less", "fewer", "before",
+                          "after", "until", "till", "past", "over", "under"})
+
+
+def _negates_at(words: list[str], i: int) -> bool:
+    """`words[i]` negates what follows it, unless it is part of a bound."""
+    w = words[i]
+    if not _negates(w):
+        return False
+    if w == "than":
+        return not (i and words[i - 1] in _BOUND_WORDS)
+    return not (i + 1 < len(words) and words[i + 1] in _BOUND_WORDS)
 
 
 # the pieces a contraction's apostrophe splits off ("don't" is "don", "t"; MultiWOZ's

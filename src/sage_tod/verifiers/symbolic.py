@@ -45,8 +45,6 @@ PcState = Literal["after", "before"]
 # `\b` is tried in full at every position of the text. tests/test_round15_screens.py)
 _CLAUSE_END = re.compile(r"[,.;:!?]|(?=[btah])\b(but|though|although|however)\b")
 _CLOCK = re.compile(r"(?=\d)\b(\d{1,2})[:.]\d{2}\b")
-_BOUND = re.compile(r"\b(later|earlier|than|after|before|more|less|over|under|past|"
-                    r"until|till)\b")
 _SAME = re.compile(r"(?=[saebnc])\b(same|as well|all of us|everyone|both|near|nearby|close to|"
                    r"around there)\b")
 _LEADING_NO = re.compile(r"^\W*(no|nope|nah|not really)\b(?!\W*(thanks|thank you)\b)")
@@ -286,11 +284,9 @@ def _count_in_times(ctx: TurnContext, value: str, wf: Workflow) -> list[tuple[Sp
 
 
 def _negated(text: str, start: int) -> bool:
-    """A negation among the three words before `start`, within the same clause; not a
-    bound ("no later than 21:45")."""
+    """A negation among the three words before `start`, within the same clause
+    (`match.is_negated`: "no later than 21:45" is a bound, no negation)."""
     clause_start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, start)), default=0)
-    if _BOUND.search(fold(text[max(clause_start, start - 30):start])):
-        return False
     if clause_start == 0:
         return is_negated(text, start)
     if text.isascii() and text[clause_start - 1] in _TOKENLESS_ENDS:
@@ -391,9 +387,14 @@ def _iuv(a: IUVArgs, ctx: TurnContext) -> Decision:
     if a.confidence >= EXACT and len(cands) == 1:
         now = held[cands[0]]
         state = "unfilled" if now is None else f"holding {now!r}"
+        # "going to Cambridge" with Cambridge held as the departure: say where it went
+        key = fold(a.value).strip()
+        sibling = [s for s, v in ctx.after.items()
+                   if s not in cands and v is not None and fold(v).strip() == key]
+        moved = f" (s_t holds it for {', '.join(sibling)})" if sibling else ""
         return Decision(Outcome.TRUE, 1.0,
                         f"user supplied {a.value!r} for {cands[0]}, but s_t leaves it "
-                        f"{state}")
+                        f"{state}{moved}")
     return Decision.abstain(
         f"user may have supplied {a.value!r} for {' or '.join(cands)} "
         f"(extraction confidence {a.confidence:.2f}); not recorded, but the "

@@ -1129,9 +1129,16 @@ def _handoff(a: PCArgs, ctx: TurnContext) -> Decision:
                                     rule_span(rule, bindings, target, view,
                                               ts.target.result_key))
         break
+    # the reads the agent made before it are said too: "without an attempt" read as if
+    # the agent had looked nothing up (τ²-bench airline whissle task 7 reads both
+    # reservations, then transfers)
+    made = [c for h in ctx.turn.history or () for c in h.tool_calls]
+    made += [c for c in ctx.turn.tool_calls or () if c.name != a.tool]
+    reads = list(dict.fromkeys(c.name for c in made))
+    looked = f" (it had called {', '.join(reads)})" if reads else ""
     return Decision(Outcome.TRUE, 0.9, f"the user asked for {a.cue!r}, a request for "
-                    f"{requested}, and {a.tool} handed the user over without an attempt or a "
-                    "refusal")
+                    f"{requested}, and {a.tool} handed the user over without calling "
+                    f"{requested} or declining the request{looked}")
 
 
 def _probe(ctx: TurnContext, view: ToolView, tool: str, workflow: Workflow, spec: ToolSpec,
