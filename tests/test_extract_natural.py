@@ -543,3 +543,17 @@ def test_a_listed_name_belongs_to_the_workflow_that_lists_it() -> None:
         "hotel", "Yes ! Can you help me book a hotel room ?", "I have 11 museums . I can "
         "recommend the primavera . It is free . Can I help you with anything else today ?"),
         "hotel-name")] == ["primavera"]
+
+
+def test_a_list_of_names_offers_several() -> None:
+    # validation MUL0128 turn 3: a "yes" to a list takes none of its names, and the first
+    # is not the one offered
+    agent = ("We have acorn guest house , arbury lodge guesthouse , archway house , avalon , "
+             "hamilton lodge , home from home , kirkwood house , or limehouse ?")
+    names = offered_names(agent, _wf("hotel"))
+    assert names[:3] == ["acorn guest house", "arbury lodge guesthouse", "archway house"]
+    assert "limehouse" in names
+    assert find_acceptance(_turn("hotel", "Yes please .", agent), _wf("hotel")) is None
+    # a name, then clauses about it, is one offer
+    assert offered_names("How about the Autumn House , it has free wifi , and parking ?",
+                         _wf("hotel")) == ["Autumn House"]

@@ -118,6 +118,10 @@ _NOT_A_NAME = frozenset({"a", "an", "some", "several", "many", "one", "two", "th
                          "both", "and", "also", "into", "earliest", "latest", "cheapest",
                          "nearest", "closest"})
 _NEXT_NAME = re.compile(r"\s+(?:and|or)\s+the\s+", re.IGNORECASE)
+# a list of names after an offering phrase: two commas or more, the last item joined by
+# "or"/"and", within one sentence
+_LIST = re.compile(r"[^,.;:!?()]+(?:,[^,.;:!?()]+){2,}", re.IGNORECASE)
+_LIST_JOIN = re.compile(r"^\s*(?:or|and)\s+", re.IGNORECASE)
 # "I have just one place available. It is Pizza Hut Cherry Hinton.": a sentence that opens
 # with a pronoun and a capitalised span names the one entity the turn presents (mixed case
 # only: in lower case "it is located ..." and "it is pizza hut" read alike)
@@ -186,6 +190,23 @@ def _clean(span: str, others: AbstractSet[str]) -> str | None:
     return None if basic(value) in others or not basic(value) else value
 
 
+def _list_items(text: str, at: int, others: AbstractSet[str]) -> list[str]:
+    """The names of a list that starts at `at`: three items or more between commas, the
+    last joined by "or"/"and", each a name ("We have acorn guest house , arbury lodge
+    guesthouse , ... , or limehouse ?", MultiWOZ val MUL0128 turn 3); [] for anything
+    else ("X , it has free wifi , and parking")."""
+    m = _LIST.match(text, at)
+    if m is None:
+        return []
+    raw = m.group().split(",")
+    if not _LIST_JOIN.match(raw[-1]):
+        return []
+    items = [_clean(" ".join(_until_stop(_LIST_JOIN.sub("", r).split())), others) for r in raw]
+    if any(v is None or len(v.split()) > 5 for v in items):
+        return []
+    return [v for v in items if v is not None]
+
+
 def _until_stop(words: Sequence[str]) -> list[str]:
     """The words of an offered span up to the first clause word after its first word
     ("pizza hut cherry hinton located at ..." -> "pizza hut cherry hinton")."""
@@ -210,6 +231,10 @@ def offered_names(agent: str, wf: Workflow) -> list[str]:
         # "I have the Ashley Hotel and the Lovell Lodge": two names ("Bed and Breakfast",
         # "Hall and Grounds" are one)
         parts = _NEXT_NAME.split(rest)[:_MAX_OFFERS]
+        items = _list_items(text, m.end(), others)
+        if items:
+            found.update((basic(v), v) for v in items if basic(v) not in found)
+            continue
         values = [_clean(" ".join(_until_stop(part.split())), others) for part in parts]
         if len(parts) > 1 and None in values:
             continue  # "2 hotels the ashley hotel or the lovell lodge": a list half read
