@@ -38,6 +38,7 @@ from sage_tod.text.sentences import sentences
 
 # the phrase that waives; written on the folded text (lower case, "n't"/" nt" glued)
 _WAIVER = re.compile(
+    r"(?=[adeinsw])"  # the first letters of the alternatives (test_round16_screens)
     r"\b(?:"
     r"(?:does|do|did|would|will)(?: not|n't|nt| nt)(?: really)? (?:matter|make a difference)"
     r"|(?:do|did)(?: not|n't|nt| nt)(?: really)? care"

@@ -55,6 +55,7 @@ _NAMING = re.compile(r"\b(?:called|named|(?:the name is|its name is|name of it i
                      r"(?:\s+(?:called|named))?)\s+(?:the\s+)?", re.IGNORECASE)
 # requests about one place: what follows is a name when it is capitalised
 _ABOUT = re.compile(
+    r"(?=[abdefghilprstv])"  # the first letters of the alternatives (test_round16_screens)
     r"\b(?:information (?:on|about|for)|info (?:on|about)|directions to|details (?:on|about|of)"
     r"|tell me (?:about|more about)|(?:looking|look) for|find me|find|reservation (?:at|for)"
     r"|table at|booking at|book(?: me)?(?: a table| a room)? at|go with|try|address (?:of|for)"
