@@ -20,14 +20,22 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sage_tod.compiler import assign, dontcare, names, offers
+from sage_tod.compiler import assign, descriptors, detect, dontcare, names, offers, values
 from sage_tod.compiler.cues import SlotCues, _stem, slot_cues
 from sage_tod.contracts.spec import SpecBundle, Workflow, load_spec
+from sage_tod.text import times
 
 _LOOKAHEADS = {
     "offers._OFFER_QUESTION": offers._OFFER_QUESTION, "offers._BOOKED": offers._BOOKED,
     "offers._OFFERING": offers._OFFERING, "names._ABOUT": names._ABOUT,
-    "dontcare._WAIVER": dontcare._WAIVER,
+    "dontcare._WAIVER": dontcare._WAIVER, "names._NAMING": names._NAMING,
+    "descriptors._WANT_AMENITY": descriptors._WANT_AMENITY,
+    "descriptors._AFTER_VERB": descriptors._AFTER_VERB,
+    "descriptors._ASKS_FOOD": descriptors._ASKS_FOOD,
+    "offers._BOOKING_WORDS": offers._BOOKING_WORDS, "offers._REFUSE": offers._REFUSE,
+    "values._NAMING_WORD": values._NAMING_WORD, "values._COUPLE": values._COUPLE,
+    "dontcare._ONLY_CARE": dontcare._ONLY_CARE, "detect._IMPLIED_CONFIRM": detect._IMPLIED_CONFIRM,
+    "times._WORD_HOUR_AFTER_CUE_RE": times._WORD_HOUR_AFTER_CUE_RE,
 }
 _LEAD = re.compile(r"^\(\?=\[([a-z]+)\]\)")
 

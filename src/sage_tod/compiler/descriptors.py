@@ -36,7 +36,8 @@ from sage_tod.text.sentences import Sentence
 
 _FOOD_SLOT = re.compile(r"\b(?:food|cuisine|cuisines)\b", re.IGNORECASE)
 _BEFORE_HEAD = re.compile(r"\b([A-Za-z]+(?: [A-Za-z]+)?) (?:food|cuisine|restaurants?|dishes)\b")
-_AFTER_VERB = re.compile(r"\b(?:serves|serving|specializes in|specialize in|specialise in"
+_AFTER_VERB = re.compile(r"(?=[s])"  # its first letters (test_round16_screens)
+                         r"\b(?:serves|serving|specializes in|specialize in|specialise in"
                          r"|specialises in|specializing in)\s+([A-Za-z]+(?: [A-Za-z]+)?)")
 _NOT_FOOD = frozenset({
     "a", "an", "the", "some", "any", "good", "great", "nice", "fancy", "local", "best", "fine",
@@ -64,9 +65,11 @@ _BARE_ANSWER = re.compile(
     r"^\s*(?:(?:maybe|perhaps|um|hmm|oh)\s*,?\s+)?([A-Za-z]+(?: [A-Za-z]+)?)"
     r"\s*(?:,?\s*(?:please|thanks|thank you))?\s*[.!?]?\s*$", re.IGNORECASE)
 _ASKS_FOOD = re.compile(
-    r"\b(?:food|cuisine|cuisines)\b[^.!?]*\?|\b(?:what|which) (?:type|kind|sort)"
-    r" of (?:food|cuisine)\b", re.IGNORECASE)
+    r"(?=[cfw])"  # its first letters (test_round16_screens)
+    r"(?:\b(?:food|cuisine|cuisines)\b[^.!?]*\?|\b(?:what|which) (?:type|kind|sort)"
+    r" of (?:food|cuisine)\b)", re.IGNORECASE)
 _WANT_AMENITY = re.compile(
+    r"(?=[himnoprsw])"  # its first letters (test_round16_screens)
     r"\b(?:with|has|have|having|include|includes|including|included|offer|offers|offering"
     r"|need|needs|want|wants|require|requires|provide|provides|must have|should have)"
     r"\s+(?:free\s+|some\s+|a\s+)?(wifi|wi-fi|internet|parking|car park)\b", re.IGNORECASE)
