@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from sage_tod.compiler import assign, descriptors, detect, dontcare, names, offers, values
 from sage_tod.compiler.cues import SlotCues, _stem, slot_cues
 from sage_tod.contracts.spec import SpecBundle, Workflow, load_spec
-from sage_tod.text import times
+from sage_tod.text import places, times
+from sage_tod.text.sentences import sentences
 
 _LOOKAHEADS = {
     "offers._OFFER_QUESTION": offers._OFFER_QUESTION, "offers._BOOKED": offers._BOOKED,
@@ -219,3 +220,50 @@ def test_disambiguate_and_role_decides_are_the_old_forms(words: list[str],
             for slot in cands[:4]:
                 assert (assign.role_decides(text, start, slot, list(cands), wf)
                         == _old_role_decides(text, start, slot, list(cands), wf))
+
+
+_NAME_PIECES = ["Kettle", "'s", "Yard", "New", "York", "Santa", "rosa", "Fresno", ",", "CA",
+                "UK", "France", ".", "?", "!", ";", " ", "  ", "the", "of", "and", "NYC",
+                "Morton", "DaCosta", "in", "to", "on", "Monday", "\u2019", "-", "x", "I",
+                "Jesus", "Green", "called", "12", "ok", "Me", "hi"]
+name_texts = st.lists(st.sampled_from(_NAME_PIECES), max_size=14).map(" ".join)
+name_glued = st.lists(st.sampled_from(_NAME_PIECES), max_size=14).map("".join)
+
+
+def _old_name_spans(text: str) -> list[places.NameSpan]:
+    """`places.name_spans` as it was: each sentence's tokens read three times."""
+    out: list[places.NameSpan] = []
+    parts = [sm for sm in sentences(text, semicolons=True)
+             if places._TOKEN_RE.search(sm.text)]
+    for sm in parts:
+        sentence, offset = sm.text, sm.start
+        lows = [m.group().lower() for m in places._TOKEN_RE.finditer(sentence)]
+        for i, j, start, end in places._spans(sentence, offset):
+            out.append(places.NameSpan(start, end, text[start:end],
+                                       tuple(lows[:i]), tuple(lows[j + 1:]), j - i + 1,
+                                       question=sentence.rstrip().endswith("?"),
+                                       alone=len(parts) == 1))
+    return out
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(name_texts, name_glued))
+@example("I want to go to Kettle 's Yard in New York. Is it near Fresno, CA?")
+def test_name_spans_is_the_old_form(text: str) -> None:
+    assert places.name_spans(text) == _old_name_spans(text)
+
+
+_HEAD_WORDS = ["italian", "Italian", "food", "cuisine", "restaurant", "restaurants", "dishes",
+               "dish", "foods", "cheap", "some", "good", " ", "  ", ",", ".", "-", "\t", "x",
+               "FOOD", "Food", "seafood", "nice"]
+head_texts = st.lists(st.sampled_from(_HEAD_WORDS), max_size=10).map(" ".join)
+head_glued = st.lists(st.sampled_from(_HEAD_WORDS), max_size=10).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(head_texts, head_glued))
+@example("some italian food")
+def test_before_head_screen_changes_no_answer(text: str) -> None:
+    """The literal screen answers what the pattern's search does."""
+    assert descriptors._has_before_head(text) == (
+        descriptors._BEFORE_HEAD.search(text) is not None)

@@ -36,6 +36,16 @@ from sage_tod.text.sentences import Sentence
 
 _FOOD_SLOT = re.compile(r"\b(?:food|cuisine|cuisines)\b", re.IGNORECASE)
 _BEFORE_HEAD = re.compile(r"\b([A-Za-z]+(?: [A-Za-z]+)?) (?:food|cuisine|restaurants?|dishes)\b")
+
+
+def _has_before_head(text: str) -> bool:
+    """`_BEFORE_HEAD.search(text) is not None`, the text first screened on the literal a
+    match holds: a space, then its head word (the pattern has no flags, so the literal is
+    a substring of every match; test_round16_screens)."""
+    return ((" food" in text or " cuisine" in text or " restaurant" in text
+             or " dishes" in text) and _BEFORE_HEAD.search(text) is not None)
+
+
 _AFTER_VERB = re.compile(r"(?=[s])"  # its first letters (test_round16_screens)
                          r"\b(?:serves|serving|specializes in|specialize in|specialise in"
                          r"|specialises in|specializing in)\s+([A-Za-z]+(?: [A-Za-z]+)?)")
@@ -146,7 +156,7 @@ def find_descriptors(turn: UserTurn | Turn, wf: Workflow) -> list[Mention]:
     # its punctuation, or at the text's end): where none does, no sentence needs reading,
     # and a bare answer needs the agent's food question (`tests/test_lexicon.py` compares
     # with `_read_descriptors`)
-    if ((not foods or (_BEFORE_HEAD.search(text) is None and _AFTER_VERB.search(text) is None
+    if ((not foods or (not _has_before_head(text) and _AFTER_VERB.search(text) is None
                        and not _agent_asked_food(u)))
             and (not yes or _WANT_AMENITY.search(text) is None)):
         return []
