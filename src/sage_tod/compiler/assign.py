@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 
 from sage_tod.compiler.cues import cue_tokens, slot_cues
-from sage_tod.contracts.spec import SlotSpec, Workflow
+from sage_tod.contracts.spec import Derived, SlotSpec, Workflow
 from sage_tod.text.normalize import tokens_before
 
 # the preposition before a value -> the words of the slots it points at
@@ -51,11 +51,13 @@ def disambiguate(text: str, start: int, candidates: list[str], wf: Workflow,
     cues = slot_cues(wf)
     hits = cues.slots_for(before)
     last = prep_word or (before[-1] if before else "")
-    for prep, hint_words in PREP_HINTS.items():
-        if last == prep:
-            for c in candidates:
-                if slot_words(wf.slots[c]) & hint_words:
-                    hits[c] = hits.get(c, 0) + 2
+    # the one entry keyed `last` (a loop over PREP_HINTS compared it with every key)
+    hint_words = PREP_HINTS.get(last)
+    if hint_words is not None:
+        words = _SLOT_WORDS.of(wf)
+        for c in candidates:
+            if words[c] & hint_words:
+                hits[c] = hits.get(c, 0) + 2
     scored = [(hits.get(c, 0), c) for c in candidates]
     best = max(s for s, _ in scored)
     return unqualified(text, [c for s, c in scored if s == best])
@@ -65,6 +67,21 @@ def slot_words(spec: SlotSpec) -> set[str]:
     """The words of a slot's name and description ("train-departure", "departure location
     of the train"): what a role word, a person role or a count cue is matched against."""
     return set(re.findall(r"[a-z]+", (spec.name + " " + spec.description).lower()))
+
+
+def _build_slot_words(wf: Workflow) -> Mapping[str, frozenset[str]]:
+    return {name: frozenset(slot_words(spec)) for name, spec in wf.slots.items()}
+
+
+def slot_words_of(wf: Workflow) -> Mapping[str, frozenset[str]]:
+    """slot -> `slot_words` of it, for every slot of `wf` (built once per workflow)."""
+    return _SLOT_WORDS.of(wf)
+
+
+# slot -> `slot_words` of it, per workflow: `disambiguate` and `role_decides` ask for the
+# words of every candidate at every value, and a slot's name and description never change
+_SLOT_WORDS: Derived[Workflow, Mapping[str, frozenset[str]]] = Derived(
+    "assign.slot_words", _build_slot_words)
 
 
 def role_decides(text: str, start: int, slot: str, candidates: list[str], wf: Workflow
@@ -84,7 +101,8 @@ def role_decides(text: str, start: int, slot: str, candidates: list[str], wf: Wo
     hint = PREP_HINTS.get(before[-1]) if before else None
     if hint is None:
         return False
-    return [c for c in candidates if slot_words(wf.slots[c]) & hint] == [slot]
+    words = _SLOT_WORDS.of(wf)
+    return [c for c in candidates if words[c] & hint] == [slot]
 
 
 def unqualified(text: str, candidates: list[str]) -> list[str]:

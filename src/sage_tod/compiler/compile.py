@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from sage_tod.compiler.assign import slot_words_of
 from sage_tod.compiler.context import TurnContext
 from sage_tod.compiler.cues import domain_words, slot_cues
 from sage_tod.compiler.detect import agent_tables, detect_confirmation, detect_requests
@@ -58,6 +59,7 @@ def prepare(spec: SpecBundle) -> None:
         slot_cues(wf)
         domain_words(wf)
         agent_tables(wf)
+        slot_words_of(wf)
 
 
 def compile_turn(ctx: TurnContext, kinds: Sequence[CriterionKind] | None = None

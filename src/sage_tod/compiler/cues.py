@@ -104,17 +104,23 @@ class SlotCues:
 
     def slots_for(self, tokens: list[str]) -> dict[str, int]:
         """Slots pointed at by `tokens`, with how many distinct cues point at each."""
-        hits: Counter[str] = Counter()
+        # a plain dict, not a Counter: the same keys in the same (first-hit) order and the
+        # same counts, without Counter's Python-level `__missing__` per new slot
+        # (test_round16_screens checks it against the Counter form)
+        hits: dict[str, int] = {}
         seen: set[str] = set()
+        index = self.index
         for t in tokens:
             st = _stem(t)
             if st in seen:
                 continue
-            for slot in self.index.get(st, ()):
-                hits[slot] += 1
-            if st in self.index:
-                seen.add(st)
-        return dict(hits)
+            slots = index.get(st)
+            if slots is None:
+                continue
+            seen.add(st)
+            for slot in slots:
+                hits[slot] = hits.get(slot, 0) + 1
+        return hits
 
 
 def _slot_words(name: str, description: str, domain_words: frozenset[str]) -> set[str]:

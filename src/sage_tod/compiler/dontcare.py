@@ -38,6 +38,7 @@ from sage_tod.text.sentences import sentences
 
 # the phrase that waives; written on the folded text (lower case, "n't"/" nt" glued)
 _WAIVER = re.compile(
+    r"(?=[adeinsw])"  # its first letters (test_round16_screens)
     r"\b(?:"
     r"(?:does|do|did|would|will)(?: not|n't|nt| nt)(?: really)? (?:matter|make a difference)"
     r"|(?:do|did)(?: not|n't|nt| nt)(?: really)? care"
@@ -61,7 +62,8 @@ _WAIVER = re.compile(
     r")\b(?! (?:after|before|by|around|between|from|until|till|at)\b| on\b(?! (?:that|this|it)\b))")
 # "As long as I arrive by 19:00 that's all I care about" (MUL1898 turn 5): what the agent
 # asked about, unless the user named it, does not matter
-_ONLY_CARE = re.compile(r"\b(?:that's|that is|thats) all (?:i|we) (?:really )?care about\b")
+_ONLY_CARE = re.compile(r"(?=[t])"  # its first letters (test_round16_screens)
+                        r"\b(?:that's|that is|thats) all (?:i|we) (?:really )?care about\b")
 # a bare "no" / "not really" answering "do you have a preference?" waives the asked slot
 _BARE_NO = re.compile(r"^\s*(?:no|nope|not really|no,? not really|not particularly|none)"
                       r"\s*(?:[,.!]|$)")

@@ -51,10 +51,12 @@ _REFUSE = re.compile(r"\b(?:no|not|n't|nt|another|different|other|instead|rather
 
 # naming cues: what follows is a name whatever its case
 # ("Its name is called restaurant alimentum": the verb after "the name is" is no name)
-_NAMING = re.compile(r"\b(?:called|named|(?:the name is|its name is|name of it is|it's name is)"
+_NAMING = re.compile(r"(?=[cint])"  # its first letters (test_round16_screens)
+                     r"\b(?:called|named|(?:the name is|its name is|name of it is|it's name is)"
                      r"(?:\s+(?:called|named))?)\s+(?:the\s+)?", re.IGNORECASE)
 # requests about one place: what follows is a name when it is capitalised
 _ABOUT = re.compile(
+    r"(?=[abdefghilprstv])"  # its first letters (test_round16_screens)
     r"\b(?:information (?:on|about|for)|info (?:on|about)|directions to|details (?:on|about|of)"
     r"|tell me (?:about|more about)|(?:looking|look) for|find me|find|reservation (?:at|for)"
     r"|table at|booking at|book(?: me)?(?: a table| a room)? at|go with|try|address (?:of|for)"

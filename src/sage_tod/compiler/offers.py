@@ -43,9 +43,11 @@ _ASSENT = re.compile(
     re.IGNORECASE)
 _BOOK_IT = re.compile(r"\b(?:book|reserve|booking for|reservation for|reservation at)"
                       r" (?:it|that|this|that one|this one|them|there)\b", re.IGNORECASE)
-_REFUSE = re.compile(r"\b(?:no|not|n't|nt|another|different|else|other|instead|rather"
+_REFUSE = re.compile(r"(?=[acdeinor])"  # its first letters (test_round16_screens)
+                     r"\b(?:no|not|n't|nt|another|different|else|other|instead|rather"
                      r"|actually|cancel|never mind|nevermind)\b", re.IGNORECASE)
 _OFFERING = re.compile(
+    r"(?=[bcfhimnrstw])"  # its first letters (test_round16_screens)
     r"\b(?:recommend|recommending|suggest|suggesting|how about|what about|try|called|named"
     r"|i have|we have|we only have|there is|there's|i found|found|book you (?:a table |a room )?at"
     r"|check out|would love|will love|would enjoy|might like|might enjoy|really like"
@@ -77,6 +79,7 @@ _NOT_A_SUBJECT = frozenset({"it", "its", "they", "their", "there", "this", "that
                             "table", "room", "rooms", "seat", "seats", "cab", "stay"})
 # the agent's turn proposes something the user can take (not "anything else?")
 _OFFER_QUESTION = re.compile(
+    r"(?=[cdhilmrsw])"  # its first letters (test_round16_screens)
     r"\b(?:would you like|shall i|should i|can i book|may i book|do you want|want me to"
     r"|does that|would that|will that|is that|how about|what about|interested|sound good"
     r"|sounds good|recommend|suggest|like me to|like to book|like to reserve|care to"
@@ -94,10 +97,12 @@ _JUDGES = re.compile(r"^\s*(?:(?:okay|ok|yes|great|oh)\s*,?\s*)?(?:that|this|it|
                      r"(?:great|good|perfect|fine|lovely|wonderful|nice|excellent|fantastic"
                      r"|amazing|interesting|fun)\b", re.IGNORECASE)
 # the agent reports a booking it made
-_BOOKED = re.compile(r"\b(?:booking was successful|booking is complete|successfully booked"
+_BOOKED = re.compile(r"(?=[birsy])"  # its first letters (test_round16_screens)
+                     r"\b(?:booking was successful|booking is complete|successfully booked"
                      r"|i have booked|i've booked|i booked|you are booked|you're booked"
                      r"|i have reserved|i've reserved|reservation is confirmed)\b", re.IGNORECASE)
-_BOOKING_WORDS = re.compile(r"\b(?:book|reserve|reservations?|bookings?|table for|room for)\b",
+_BOOKING_WORDS = re.compile(r"(?=[brt])"  # its first letters (test_round16_screens)
+                            r"\b(?:book|reserve|reservations?|bookings?|table for|room for)\b",
                             re.IGNORECASE)
 # a capitalised span that names a street, a code or a sum, not an entity
 _NOT_AN_ENTITY = re.compile(r"\b(?:road|street|st|lane|way|avenue|ave|hill|square|park street"

@@ -165,10 +165,13 @@ def _is_cap(tok: str, inner: bool = False) -> bool:
     return tok[0].isupper() and tok[0].isalpha()
 
 
-def _spans(sentence: str, offset: int) -> list[tuple[int, int, int, int]]:
-    """Capitalised spans of one sentence as (first token, last token, start, end)."""
-    toks = [(m.group(), m.start() + offset, m.end() + offset)
-            for m in _TOKEN_RE.finditer(sentence)]
+def _spans(sentence: str, offset: int, matches: list[re.Match[str]] | None = None
+           ) -> list[tuple[int, int, int, int]]:
+    """Capitalised spans of one sentence as (first token, last token, start, end).
+    `matches`: `list(_TOKEN_RE.finditer(sentence))`, when the caller has it already."""
+    if matches is None:
+        matches = list(_TOKEN_RE.finditer(sentence))
+    toks = [(m.group(), m.start() + offset, m.end() + offset) for m in matches]
     out: list[tuple[int, int, int, int]] = []
     i = 0
 
@@ -242,13 +245,17 @@ def name_spans(text: str) -> list[NameSpan]:
     """Every capitalised span of `text` ("Mexico City", "Santa rosa", "Fresno, CA",
     "NYC", "Morton DaCosta"), with the words of its sentence before and after it."""
     out: list[NameSpan] = []
-    parts = [sm for sm in sentences(text, semicolons=True) if _TOKEN_RE.search(sm.text)]
-    for sm in parts:
+    # each sentence's token matches read once, for the test that it has a token (it has
+    # one exactly when the list is not empty: what `_TOKEN_RE.search` asked), its
+    # lowercased words and its spans (`_spans` read them again before)
+    parts = [(sm, ms) for sm in sentences(text, semicolons=True)
+             if (ms := list(_TOKEN_RE.finditer(sm.text)))]
+    for sm, ms in parts:
         sentence, offset = sm.text, sm.start
         # the sentence's words lowercased once, not once per span (an agent's turn may
         # hold a dozen capitalised spans)
-        lows = [m.group().lower() for m in _TOKEN_RE.finditer(sentence)]
-        for i, j, start, end in _spans(sentence, offset):
+        lows = [m.group().lower() for m in ms]
+        for i, j, start, end in _spans(sentence, offset, ms):
             out.append(NameSpan(start, end, text[start:end],
                                 tuple(lows[:i]), tuple(lows[j + 1:]), j - i + 1,
                                 question=sentence.rstrip().endswith("?"),

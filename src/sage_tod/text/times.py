@@ -77,6 +77,7 @@ _MINUTE_WORDS = {"o five": 5, "oh five": 5, "ten": 10, "fifteen": 15, "twenty": 
                  "twenty five": 25, "thirty": 30, "thirty five": 35, "forty": 40,
                  "forty five": 45, "fifty": 50, "fifty five": 55}
 _WORD_HOUR_AFTER_CUE_RE = re.compile(
+    r"(?=[abftu])"  # its first letters (test_round16_screens)
     r"\b(?:at|by|after|before|around|about|until|till|from)\s+(?P<hw>" + _HOUR_ALT + r")"
     r"(?:\s+(?P<mw>o\s?five|oh\s?five|"
     r"(?:twenty|thirty|forty|fifty)(?:[\s-]five)?|ten|fifteen))?\b"
