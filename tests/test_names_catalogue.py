@@ -120,3 +120,14 @@ def test_a_value_word_inside_a_listed_name_belongs_to_the_name() -> None:
     got = _read("attraction", "What 's the phone number and address for the ADC Theatre ?")
     assert [g for g in got if g[1] == ("attraction-type",)] == []
     assert any(g[0] == "adc theatre" and g[1] == ("attraction-name",) for g in got)
+
+
+def test_a_catalogue_keeps_the_free_slots_keys() -> None:
+    # MultiWOZ val MUL0187 turn 1: the user's "The Copper Kettle" is the state's "copper
+    # kettle"; a listed name with an article is the same value without it, as it was
+    # before the slot had a value list (the fixture lists "the missing sock")
+    wf = _spec().workflows["restaurant"]
+    name = wf.slots["restaurant-name"]
+    assert "the missing sock" in name.values
+    assert name.normalize("The Missing Sock") == name.normalize("missing sock")
+    assert wf.equals("restaurant-name", "missing sock", "the missing sock")
