@@ -118,7 +118,8 @@ class Lexicon:
     unscreened: tuple[int, ...]  # forms without anchors (waivers): read in every text
     # basic(surface form) of every listed value of every slot ("cheap", "guest house")
     value_words: frozenset[str]
-    # value words, the workflow's own words and its id: never a name alone
+    # value words of every slot but the name slot, the workflow's own words and its id:
+    # never a name alone
     others: frozenset[str]
     name_slot: str | None  # the one free slot that names the entity, if there is one
 
@@ -161,10 +162,14 @@ def _build(wf: Workflow) -> Lexicon:
             by_compact.setdefault(vf.compact, []).append(i)
     value_words = frozenset(basic(f) for sp in wf.slots.values() for v in sp.values
                             for f in sp.surface_forms(v))
+    name_slot = _name_slot(wf)
+    # the name slot's own catalogue (the database's entity names) are names, not values
+    # of another slot: the name and offer readers must not turn them down
+    not_names = frozenset(basic(f) for sp in wf.slots.values() if sp.name != name_slot
+                          for v in sp.values for f in sp.surface_forms(v))
     return Lexicon(forms, {k: tuple(v) for k, v in by_anchor.items()},
                    {k: tuple(v) for k, v in by_compact.items()}, tuple(unscreened),
-                   value_words, value_words | domain_words(wf) | {basic(wf.id)},
-                   _name_slot(wf))
+                   value_words, not_names | domain_words(wf) | {basic(wf.id)}, name_slot)
 
 
 _LEXICON: Derived[Workflow, Lexicon] = Derived("lexicon", _build)

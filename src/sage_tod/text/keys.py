@@ -40,7 +40,9 @@ def normalize_typed(value: str, slot_type: str, table: Mapping[str, str] | None 
         return key
     b = basic(value)
     if table:
-        return basic(table.get(b, b))
+        b = basic(table.get(b, b))
     if slot_type == "free":
+        # a free slot's catalogue (listed values) keeps its keys: "the copper kettle" is
+        # "copper kettle" with a value list or without
         return strip_article(b)
     return b

@@ -225,7 +225,11 @@ _AREA_SYNONYMS: dict[str, tuple[str, ...]] = {
 
 
 # free slots whose values the database lists, read as the slot's catalogue
-_CATALOGUE_FIELDS = frozenset({"food"})
+_CATALOGUE_FIELDS = frozenset({"food", "name"})
+# free slots of a domain without a database whose values are the places the other
+# domains' databases name (a taxi goes from and to hotels, restaurants, attractions)
+_PLACE_FIELDS = frozenset({"departure", "destination"})
+_ENTITY_DOMAINS = ("hotel", "restaurant", "attraction")
 
 
 def _catalogue(domain: str, root: Path | None) -> dict[str, list[str]]:
@@ -235,6 +239,54 @@ def _catalogue(domain: str, root: Path | None) -> dict[str, list[str]]:
             if k in _CATALOGUE_FIELDS and isinstance(v, str) and v.strip():
                 out.setdefault(k, set()).add(v.strip().lower())
     return {k: sorted(v) for k, v in out.items()}
+
+
+def _places(root: Path | None) -> list[str]:
+    """Every entity name the hotel, restaurant and attraction databases list."""
+    return sorted({n for d in _ENTITY_DOMAINS for n in _catalogue(d, root).get("name", [])})
+
+
+# A listed name that validation users write as an ordinary word is no name there ("I'm
+# looking for a place to go": "the place" is an attraction): one they write in at least
+# WORD_MIN_TURNS user turns, fewer than WORD_RECORDED of which the state records it in, is
+# left out of the catalogue (and read by the other readers, as before)
+WORD_MIN_TURNS = 10
+WORD_RECORDED = 0.5
+_ARTICLES = frozenset({"the", "a", "an"})
+
+
+def _name_forms(name: str) -> frozenset[str]:
+    """How a text writes a listed name: its words, and without a leading article."""
+    words = basic(name).split()
+    forms = {" ".join(words)}
+    if len(words) > 1 and words[0] in _ARTICLES:
+        forms.add(" ".join(words[1:]))
+    return frozenset(forms)
+
+
+def ordinary_words(names: list[str], dialogues: Mapping[str, Any]) -> frozenset[str]:
+    """The `names` validation users write as ordinary words (`WORD_MIN_TURNS`): written in
+    a user turn, the state after it records the name in no slot."""
+    forms = {n: _name_forms(n) for n in names}
+    said: Counter[str] = Counter()
+    held: Counter[str] = Counter()
+    for _, dlg in sorted(dialogues.items()):
+        log = dlg["log"]
+        for i in range(0, len(log) - 1, 2):
+            text = f" {basic(str(log[i].get('text', '')))} "
+            hits = [n for n, fs in forms.items() if any(f" {f} " in text for f in fs)]
+            if not hits:
+                continue
+            md = log[i + 1].get("metadata") or {}
+            # compared without spaces: "christs college" records "christ 's college"
+            recorded = {basic(v).replace(" ", "") for dom in md.values()
+                        if isinstance(dom, dict) for part in ("semi", "book")
+                        for v in (dom.get(part) or {}).values() if isinstance(v, str)}
+            for n in hits:
+                said[n] += 1
+                held[n] += any(f.replace(" ", "") in recorded for f in forms[n])
+    return frozenset(n for n, k in said.items()
+                     if k >= WORD_MIN_TURNS and held[n] < WORD_RECORDED * k)
 
 
 def _workflow(service: Mapping[str, Any], stats: CompletionStats, onto: Mapping[str, list[str]],
@@ -251,7 +303,7 @@ def _workflow(service: Mapping[str, Any], stats: CompletionStats, onto: Mapping[
         types[name] = _slot_type(s, onto.get(name, []))
         doc: dict[str, Any] = {"name": name, "description": s["description"], "type": types[name]}
         field = name.split("-", 1)[1]
-        if types[name] == "free" and field in _CATALOGUE_FIELDS and catalogue.get(field):
+        if types[name] == "free" and catalogue.get(field):
             # the agent's own database lists the values ("a modern European restaurant",
             # MultiWOZ val SNG0550): the spec carries it as the slot's catalogue
             doc["values"] = list(catalogue[field])
@@ -325,13 +377,21 @@ def compile_spec(root: Path | None = None) -> SpecDoc:
     schema = load_schema(root)
     onto = ontology_values(root)
     val = load_dialogues("val", root, version="2.1")  # never the test split
+    places = _places(root)
+    words = ordinary_words(places, val)
     workflows = []
     for dom in DOMAINS:
         service = schema[dom]
         transactional = any(it["is_transactional"] for it in service["intents"])
         stats = completion_stats(val, dom, informable_slots(service), transactional)
-        workflows.append(_workflow(service, stats, onto, db_attributes(dom, root),
-                                   _catalogue(dom, root)))
+        catalogue = _catalogue(dom, root)
+        if "name" not in catalogue:
+            # a domain with no entities of its own goes between the others' (free slots
+            # only: the train's stations are categorical)
+            catalogue.update(dict.fromkeys(_PLACE_FIELDS, places))
+        catalogue = {k: [v for v in vs if v not in words] if k in _PLACE_FIELDS | {"name"}
+                     else vs for k, vs in catalogue.items()}
+        workflows.append(_workflow(service, stats, onto, db_attributes(dom, root), catalogue))
     return {"version": 1, "workflows": workflows}
 
 
