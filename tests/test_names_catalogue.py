@@ -131,3 +131,16 @@ def test_a_catalogue_keeps_the_free_slots_keys() -> None:
     assert "the missing sock" in name.values
     assert name.normalize("The Missing Sock") == name.normalize("missing sock")
     assert wf.equals("restaurant-name", "missing sock", "the missing sock")
+
+
+def test_either_of_two_offered_restaurants_waives_no_name() -> None:
+    # validation MUL1463 turn 3 (names changed to the fixture database's): with the
+    # catalogue the two names are a closed set, yet "either one" leaves the pick to the
+    # agent; the entity's name is no constraint to waive
+    got = _read("restaurant", "Either one would be fine . Can you book a table for 2 ?",
+                "I have Curry Garden and Curry Prince . Which would you prefer ?")
+    assert not [r for r in got if r[0] == "dontcare" and "restaurant-name" in r[1]]
+    # a choice of price range between two offers is still waived
+    got = _read("restaurant", "Either one would be fine .", "One is cheap and the other "
+                "expensive . Do you prefer one over the other ?")
+    assert [r[1] for r in got if r[0] == "dontcare"] == [("restaurant-pricerange",)]

@@ -28,6 +28,7 @@ import re
 from sage_tod.compiler.assign import slot_words
 from sage_tod.compiler.confidence import CERTAIN, GUESS, SPLIT
 from sage_tod.compiler.cues import cue_tokens, slot_cues, stem
+from sage_tod.compiler.lexicon import lexicon
 from sage_tod.compiler.mentions import Mention
 from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.spec import Derived, Workflow
@@ -136,7 +137,13 @@ def _alternatives(wf: Workflow, agent: str, waivable: set[str]) -> tuple[str, ..
         return ()
     cues = slot_cues(wf)
     named: dict[str, set[str]] = {}
+    entity = lexicon(wf).name_slot
     for name in waivable:
+        if name == entity:
+            # "Either one would be fine." to two offered restaurants (MultiWOZ val MUL1463
+            # turn 3, with the name catalogue): the agent is to pick the entity, whose
+            # name is no search constraint to waive
+            continue
         spec = wf.slots[name]
         if spec.values:
             got = {spec.normalize(v) for v in spec.values if find_value(agent, v, spec)}
