@@ -118,6 +118,17 @@ def test_a_negated_bound_is_no_negation() -> None:
         "train", "I 'd like to arrive no later than 17:15 on Friday .")
 
 
+def test_than_after_a_bound_word_compares_it_does_not_contrast() -> None:
+    # "than" counted as a negation, so these read no time at all (`match.is_negated`)
+    assert ("train-arriveby", "10:00", True) in _read(
+        "train", "I need to arrive earlier than 10:00 .")
+    assert ("train-leaveat", "17:15", True) in _read(
+        "train", "I want to leave later than 17:15 .")
+    # a contrast still negates
+    assert not [r for r in _read("train", "Any time other than 17:15 , please .")
+                if r[1] == "17:15"]
+
+
 def test_n_of_us_counts_the_party_unless_a_subset_does_something() -> None:
     # PMUL1650 turn 8, PMUL3645 turn 5, PMUL3888 turn 8
     assert ("hotel-bookpeople", "4", True) in _read(

@@ -238,7 +238,8 @@ def offered_names(agent: str, wf: Workflow) -> list[str]:
         parts = _NEXT_NAME.split(rest)[:_MAX_OFFERS]
         items = _list_items(text, m.end(), others)
         if items:
-            found.update((basic(v), v) for v in items if basic(v) not in found)
+            for item in items:
+                found.setdefault(basic(item), item)
             continue
         values = [_clean(" ".join(_until_stop(part.split())), others) for part in parts]
         if len(parts) > 1 and None in values:

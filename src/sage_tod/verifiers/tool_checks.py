@@ -1134,8 +1134,8 @@ def _handoff(a: PCArgs, ctx: TurnContext) -> Decision:
     # reservations, then transfers)
     made = [c for h in ctx.turn.history or () for c in h.tool_calls]
     made += [c for c in ctx.turn.tool_calls or () if c.name != a.tool]
-    reads = list(dict.fromkeys(c.name for c in made))
-    looked = f" (it had called {', '.join(reads)})" if reads else ""
+    called = list(dict.fromkeys(c.name for c in made))
+    looked = f" (it had called {', '.join(called)})" if called else ""
     return Decision(Outcome.TRUE, 0.9, f"the user asked for {a.cue!r}, a request for "
                     f"{requested}, and {a.tool} handed the user over without calling "
                     f"{requested} or declining the request{looked}")
