@@ -132,3 +132,35 @@ def test_role_words_in_a_tool_agents_workflow_stay_unsure() -> None:
     got = extract_user_values(turn, ctx.workflow, spec, after=ctx.after, before=ctx.before)
     assert any(e.value == "EWR" for e in got)
     assert not any(e.value == "EWR" and e.exact for e in got)
+
+
+# the MultiWOZ taxi workflow as `sage-tod slices` generates it, with a few of the names
+# its catalogue lists for both places (the slots stay free)
+_PLACES = ["wagamama", "mumford theatre", "restaurant two two",
+           "museum of classical archaeology", "the cambridge punter"]
+_TAXI = parse_spec({"workflows": [{"id": "taxi", "slots": [
+    {"name": "taxi-leaveat", "description": "leaving time of taxi", "type": "time"},
+    {"name": "taxi-arriveby", "description": "arrival time of taxi", "type": "time"},
+    {"name": "taxi-departure", "description": "departure location of taxi", "type": "free",
+     "values": _PLACES},
+    {"name": "taxi-destination", "description": "destination of taxi", "type": "free",
+     "values": _PLACES}]}]})
+
+
+def test_a_role_word_decides_past_the_article() -> None:
+    # SNG0085 turn 1 (DOTS): the system wrote 'mumgam theatre' as the destination; "to
+    # the mumford theatre" names the role through "the", as "from wagamama" does directly
+    user = "I need to be picked up from wagamama and I 'm headed to the mumford theatre ."
+    state = {"taxi-arriveby": "09:00", "taxi-departure": "wagamama",
+             "taxi-destination": "mumgam theatre"}
+    turn = _turn(user, "Okay , and where do you want to be picked up from and what is "
+                 "your destination ?", state, spec=_TAXI, wf="taxi")
+    got = {e.candidates[0]: (e.value.lower(), e.exact)
+           for e in extract_user_values(turn, make_context(_TAXI, turn).workflow, _TAXI)
+           if len(e.candidates) == 1}
+    assert got["taxi-departure"] == ("wagamama", True)
+    assert got["taxi-destination"] == ("mumford theatre", True)
+    found = [(a.slot, a.value.lower(), a.confidence >= EXACT)
+             for a in (c.args for c in compile_turn(make_context(_TAXI, turn)))
+             if isinstance(a, IUVArgs)]
+    assert ("taxi-destination", "mumford theatre", True) in found

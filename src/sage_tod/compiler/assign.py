@@ -50,7 +50,9 @@ def disambiguate(text: str, start: int, candidates: list[str], wf: Workflow,
     before = tokens_before(text, start, 4)
     cues = slot_cues(wf)
     hits = cues.slots_for(before)
-    last = prep_word or (before[-1] if before else "")
+    # past an article, as `role_decides` reads it: "to the Curry Prince"
+    bare = before[:-1] if before and before[-1] in _ARTICLES else before
+    last = prep_word or (bare[-1] if bare else "")
     # the one entry keyed `last` (a loop over PREP_HINTS compared it with every key)
     hint_words = PREP_HINTS.get(last)
     if hint_words is not None:
@@ -61,6 +63,9 @@ def disambiguate(text: str, start: int, candidates: list[str], wf: Workflow,
     scored = [(hits.get(c, 0), c) for c in candidates]
     best = max(s for s, _ in scored)
     return unqualified(text, [c for s, c in scored if s == best])
+
+
+_ARTICLES = frozenset({"the", "a", "an"})
 
 
 def slot_words(spec: SlotSpec) -> set[str]:
