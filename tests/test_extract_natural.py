@@ -195,6 +195,27 @@ def test_yes_to_a_proposal_takes_the_offered_name() -> None:
         ("Broughton House Gallery", True, "accepted_offer")]
 
 
+def test_an_accepted_offers_repair_points_at_the_offer_and_the_assent() -> None:
+    # MUL0896 turn 4 (AuGPT's state leaves the accepted restaurant out): the value is in
+    # the agent's last turn, the user's "Yes" only accepts it, and the repair says both
+    from sage_tod.evaluation.aggregate import repair_signal
+
+    offer = "We only have da vinci pizzeria , would you like me to book a table ?"
+    turn = _turn("restaurant", "Yes , thank you . I need to reserve a table for 1 person on "
+                 "Wednesday at 18:15 . Thank you . I also need the reference number .", offer,
+                 {"restaurant-area": "north", "restaurant-food": "italian",
+                  "restaurant-pricerange": "cheap", "restaurant-bookday": "wednesday",
+                  "restaurant-bookpeople": "1", "restaurant-booktime": "18:15"})
+    ctx = make_context(_spec(), turn)
+    [crit] = [c for c in compile_turn(ctx) if isinstance(c.args, IUVArgs)
+              and c.args.source == "accepted_offer"]
+    assert crit.evidence is not None and turn.user[crit.evidence.start:crit.evidence.end] == "Yes"
+    start = offer.index("da vinci pizzeria")
+    assert repair_signal(crit, ctx) == (
+        f"record value 'da vinci pizzeria' (offered at span [{start},{start + 17}] of the "
+        "agent's last turn, accepted at span [0,3] of u_t) into slot restaurant-name")
+
+
 def test_yes_to_a_booking_offer_takes_the_name_called() -> None:
     # MUL0080 turn 1
     acc = find_acceptance(_turn(

@@ -289,8 +289,27 @@ def _repair_iuv(c: Criterion, ctx: TurnContext) -> str:
     if a.source == "dropped":
         return f"keep value {a.value!r} in slot {a.slot}: u_t does not take it back"
     where = f" (span [{c.evidence.start},{c.evidence.end}] of u_t)" if c.evidence else ""
+    if a.source == "accepted_offer":
+        where = _offer_where(c, ctx) or where
     slot = a.slot if len(a.candidates) == 1 else " or ".join(a.candidates)
     return f"record value {a.value!r}{where} into slot {slot}"
+
+
+def _offer_where(c: Criterion, ctx: TurnContext) -> str | None:
+    """Where an accepted offer's value is: in the agent's last turn, not in u_t, whose
+    evidence span is only the assent ("Yes"). A developer repairing the state tracker
+    needs both, the offer it should have carried over and the words that accepted it."""
+    a = c.args
+    assert isinstance(a, IUVArgs)
+    history = ctx.turn.history
+    if not history:
+        return None
+    offered = find_value(history[-1].agent, a.value, ctx.spec.slot(a.slot, ctx.workflow))
+    if offered is None:
+        return None
+    said = (f", accepted at span [{c.evidence.start},{c.evidence.end}] of u_t"
+            if c.evidence else "")
+    return f" (offered at span [{offered.start},{offered.end}] of the agent's last turn{said})"
 
 
 # the longest rule condition a repair hint quotes
