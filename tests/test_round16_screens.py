@@ -170,12 +170,14 @@ def test_slot_words_table_is_slot_words() -> None:
 def _old_disambiguate(text: str, start: int, candidates: list[str], wf: Workflow,
                       prep_word: str | None = None) -> list[str]:
     """`assign.disambiguate` as it was: a loop over every preposition, the words of each
-    candidate read from its spec."""
+    candidate read from its spec (with round 17's reading past an article, which is a
+    change of behaviour, not of form)."""
     if len(candidates) < 2:
         return candidates
     before = assign.tokens_before(text, start, 4)
     hits = slot_cues(wf).slots_for(before)
-    last = prep_word or (before[-1] if before else "")
+    bare = before[:-1] if before and before[-1] in ("the", "a", "an") else before
+    last = prep_word or (bare[-1] if bare else "")
     for prep, hint_words in assign.PREP_HINTS.items():
         if last == prep:
             for c in candidates:
