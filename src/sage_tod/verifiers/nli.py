@@ -209,13 +209,18 @@ class NLIVerifier:
         """State-gated: a closed-set value this turn's diff introduces, not already entailed.
 
         Free-text values are left to S1 (exact and synonym matches) and NLI: the encoder
-        only separates a value from its siblings when the slot has a closed value set.
+        only separates a value from its siblings when the slot has a closed value set,
+        a categorical slot's `values`. A free slot's `values` are known values, not a
+        closed set (a catalogue of names, `restaurant-food`'s cuisines): comparing an
+        n-gram with a catalogue's hundreds of names cost half the encoder's work on the
+        700-turn MultiWOZ slice and supported no value on any benchmark or natural slice
+        (docs/results-speed.md, round 18).
         """
         if self.paraphrase is None or not isinstance(a, UVArgs) or m >= self.tau:
             return False
         slot, value = a.slot, a.value
         spec = ctx.spec.slot(slot, ctx.workflow)
-        if spec is None or not spec.values:
+        if spec is None or spec.type != "categorical" or not spec.values:
             return False
         return any(ch.slot == slot and ch.new == value for ch in ctx.diff)
 
