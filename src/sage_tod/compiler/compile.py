@@ -19,6 +19,7 @@ from sage_tod.compiler.detect import agent_tables, detect_confirmation, detect_r
 from sage_tod.compiler.extract import extract_user_values
 from sage_tod.compiler.kinds import BUILTIN_CRITERIA, CriterionKind, resolve_kinds
 from sage_tod.compiler.lexicon import lexicon
+from sage_tod.compiler.references import referents
 from sage_tod.compiler.tool_calls import (
     commit_sites,
     compile_tool_iuv,
@@ -291,6 +292,13 @@ def _repair_iuv(c: Criterion, ctx: TurnContext) -> str:
     where = f" (span [{c.evidence.start},{c.evidence.end}] of u_t)" if c.evidence else ""
     if a.source == "accepted_offer":
         where = _offer_where(c, ctx) or where
+    elif a.source == "same_as" and c.evidence is not None:
+        held = referents(ctx.spec, ctx.workflow, a.slot, c.evidence.text, ctx.before,
+                         ctx.after)
+        named = ", ".join(f"{s} holds {v!r}" for s, v in held.items())
+        if named:
+            where = (f" (said as {c.evidence.text!r} at span [{c.evidence.start},"
+                     f"{c.evidence.end}] of u_t: {named})")
     slot = a.slot if len(a.candidates) == 1 else " or ".join(a.candidates)
     return f"record value {a.value!r}{where} into slot {slot}"
 

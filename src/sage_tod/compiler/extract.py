@@ -5,7 +5,8 @@ The IUV criterion needs to know what the user said. An upstream NLU's
 free values that the state records, categorical values and synonyms, clock
 times, counts next to a slot cue, dates for date slots, place names for slots
 that hold a city or area, people's names after a role word, descriptors, typed
-names, waivers and accepted offers. Each extraction carries a confidence; below
+names, waivers, accepted offers and values said as another workflow's ("the same
+area as the restaurant"). Each extraction carries a confidence; below
 the floor (0.5, Appendix J) it is dropped, and only unambiguous, exact extractions
 let S1 decide a failure (the floor and the exactness threshold are the
 compiler-verifier contract, so they live in `contracts.criteria`:
@@ -35,6 +36,7 @@ from sage_tod.compiler.entity_words import entity_words
 from sage_tod.compiler.mentions import Claims, Extraction, Mention
 from sage_tod.compiler.names import find_typed_names
 from sage_tod.compiler.offers import find_acceptance
+from sage_tod.compiler.references import find_same_as
 from sage_tod.compiler.resolve import Reader, plan, resolve
 from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.criteria import EXTRACTION_FLOOR
@@ -77,6 +79,7 @@ READERS: tuple[Reader, ...] = plan((
     Reader(_typed_names, ("typed_name",)),
     Reader(_waivers, ("dontcare",)),
     Reader(_acceptance, ("accepted_offer",)),
+    Reader(find_same_as, ("same_as",)),
 ))
 
 
@@ -106,8 +109,8 @@ def extract_user_values(turn: Turn, wf: Workflow, spec: SpecBundle | None = None
         return [e for e in out if e.confidence >= EXTRACTION_FLOOR]
     others = _OTHER_WORDS.of(spec).of(spec, wf) if spec is not None else frozenset()
     entities = entity_words(spec) if spec is not None else None
-    return [e for e in resolve(UserTurn(turn, after, before, others, entities), wf, READERS)
-            if e.confidence >= EXTRACTION_FLOOR]
+    u = UserTurn(turn, after, before, others, entities, spec)
+    return [e for e in resolve(u, wf, READERS) if e.confidence >= EXTRACTION_FLOOR]
 
 
 class _OtherWorkflowWords:

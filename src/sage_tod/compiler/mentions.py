@@ -36,6 +36,7 @@ Source = Literal[
     "typed_name",      # an entity's name after a naming cue or a request
     "dontcare",        # a waiver of a slot
     "accepted_offer",  # the one name the agent offered, taken by the user
+    "same_as",         # another workflow's value, said as "the same area as the hotel"
 ]
 SOURCES: tuple[Source, ...] = get_args(Source)
 

@@ -41,9 +41,10 @@ Each source has one step (`_STEPS`):
   anything else is `_add`ed;
 - `_waive` (`dontcare`): kept when its span is unclaimed, as the reader found it (a
   waiver reads its own clause, negation included);
-- `_accept` (`accepted_offer`): kept only when no extraction holds its slot (a name the
-  user types wins over the one the agent offered); it claims nothing (its span is the
-  assent, not the name).
+- `fill_open` (`accepted_offer`, `same_as`): kept only when no extraction holds its slot
+  (a name the user types wins over the one the agent offered; a value said wins over
+  "the same day"); it claims nothing (its span is the assent or the reference, not the
+  value).
 
 Last, `_drop_alternatives`: of values of one slot joined by "or", one of which s_t
 records, only that one stays ("Italian or Indian" with food = indian); and
@@ -101,6 +102,8 @@ PRIORITY: tuple[Priority, ...] = (
     Priority(("dontcare",), "a waiver names no value: it takes only words no value claimed"),
     Priority(("accepted_offer",), "the value is in the agent's turn, not in u_t: taken only"
              " when nothing the user said fills its slot"),
+    Priority(("same_as",), "the value is in another workflow's slot, said as \"the same"
+             " area\": taken only when nothing the user said or took fills its slot"),
 )
 
 RANK: Mapping[Source, int] = {src: rank for rank, row in enumerate(PRIORITY)
@@ -224,10 +227,12 @@ class _Resolution(Claims):
         self.out.append(Extraction(m.value, m.slots, m.start, m.end, m.confidence,
                                    "dontcare"))
 
-    def accept(self, m: Mention) -> None:
+    def fill_open(self, m: Mention) -> None:
+        """A value from outside u_t (an accepted offer, the same value as another
+        workflow's): kept only when no extraction holds its slot; it claims nothing."""
         if not any(m.slot in ex.candidates for ex in self.out):
             self.out.append(Extraction(m.value, m.slots, m.start, m.end, m.confidence,
-                                       "accepted_offer"))
+                                       m.source))
 
 
 _Step = Callable[[_Resolution, Mention], None]
@@ -238,7 +243,8 @@ _STEPS: Mapping[Source, _Step] = {
     "date_held": _Resolution.claim,
     "descriptor": _Resolution.describe,
     "dontcare": _Resolution.waive,
-    "accepted_offer": _Resolution.accept,
+    "accepted_offer": _Resolution.fill_open,
+    "same_as": _Resolution.fill_open,
 }
 
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 from sage_tod.compiler.entity_words import EntityWords
 from sage_tod.compiler.mentions import Mention
+from sage_tod.contracts.spec import SpecBundle
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.dates import DateMention, find_dates
 from sage_tod.text.match import find_value, is_negated, text_tokens
@@ -68,8 +69,12 @@ class UserTurn:
     def __init__(self, turn: Turn, after: Mapping[str, str] | None = None,
                  before: Mapping[str, str] | None = None,
                  others: frozenset[str] = frozenset(),
-                 entities: EntityWords | None = None) -> None:
+                 entities: EntityWords | None = None,
+                 spec: SpecBundle | None = None) -> None:
         self.turn = turn
+        # the whole spec, for a reading across workflows ("the same area as the
+        # restaurant", `references.py`); None when the caller gave none
+        self.spec = spec
         self.text = turn.user
         # the words that name the spec's other workflows and not the turn's own
         # (`extract._OTHER_WORDS`): a search that names one searches another workflow

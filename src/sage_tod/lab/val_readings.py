@@ -12,7 +12,14 @@ no system in the loop:
 - **reading recall**: for every value the gold update Δ_t writes that the user typed
   in u_t (its words, or one of its surface forms, are in the text), the same turn with
   that one value taken out of s_t: does the extractor read a value for the slot, and
-  surely? That is an IUV failure injected one value at a time.
+  surely? That is an IUV failure injected one value at a time;
+- **sure reads the gold records**, by source: the extractions S1 would trust (one slot,
+  confidence >= EXACT) whose value the gold s_t holds in that slot. Beside the false
+  sure flags of the same source, a reading's precision against the annotation (a
+  reading that reads only values s_t already holds raises nothing, so the flags alone
+  cannot tell a rare reading from a precise one). Readers that step aside where s_t
+  holds the value (held times and dates are only claimed, an offer s_t records is not
+  taken) count none here.
 
     python -m sage_tod.lab.val_readings --spec SPEC.yaml [--out FLAGS.jsonl] [--json]
 
@@ -53,10 +60,12 @@ class ValReadings:
     typed: Counter[str] = field(default_factory=Counter)
     read: Counter[str] = field(default_factory=Counter)
     sure: Counter[str] = field(default_factory=Counter)
+    recorded: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
         return {"turns": self.turns, "false_sure_flags": sum(self.flags.values()),
                 "flags_by_source": dict(sorted(self.flags.items())),
+                "sure_reads_recorded_by_source": dict(sorted(self.recorded.items())),
                 "recall": {t: {"typed": n, "read": round(self.read[t] / n, 4),
                                "sure": round(self.sure[t] / n, 4)}
                            for t, n in sorted(self.typed.items())}}
@@ -82,6 +91,13 @@ def measure(spec: SpecBundle, turns: Iterable[TurnDict],
         turn = parse_turn(raw, spec).turn
         out.turns += 1
         ctx = make_context(spec, turn)
+        for e in extract_user_values(turn, ctx.workflow, spec, after=ctx.after,
+                                     before=ctx.before):
+            held = ctx.after.get(e.candidates[0]) if len(e.candidates) == 1 else None
+            sp = ctx.workflow.slots.get(e.candidates[0])
+            if held and sp is not None and e.exact and sp.normalize(held) == sp.normalize(
+                    e.value):
+                out.recorded[e.source] += 1
         for c in compile_turn(ctx):
             a = c.args
             if (isinstance(a, IUVArgs) and a.source != "dropped" and a.confidence >= EXACT

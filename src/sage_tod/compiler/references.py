@@ -1,0 +1,127 @@
+"""Values said by reference to another task: "in the same area as the restaurant".
+
+A user who books a second thing rarely repeats what the first one holds: "a hotel in the
+same area as the restaurant", "tickets for the same group of people", "a table on the
+same day". The words name no value; the value is the one another workflow's slot of the
+same kind holds in the dialogue state. The reading is general, derived from the spec
+alone:
+
+- the words right after "same" must point (by the schema's own cue words,
+  `cues.slot_cues`) at exactly one slot of the turn's workflow, which s_{t-1} leaves
+  unset (when it holds a value, "the same day" keeps it, and the carry-over rule judges a
+  drop);
+- the slots of the other workflows those words point at, of the same value type, are the
+  referents; "as the restaurant" (a word of one workflow) keeps that workflow's only;
+- the referents must hold one value between them, in s_{t-1} (or s_t, when the user sets
+  both at once); none or two ("the same day" after a train on Friday and a hotel from
+  Sunday) is no reading;
+- not negated ("not in the same area"), and not inside a question about an entity ("Is
+  the Gonville Hotel in the same price range as the Curry Garden?", `Claims.free`).
+
+The mention's span is the reference itself ("same area as the restaurant"), its source
+`same_as`, and the resolver keeps it only when nothing the user said fills the slot
+(`resolve.PRIORITY`). It is as sure as an accepted offer (`confidence.CERTAIN`): S2
+reads u_t alone and cannot see the value the words refer to.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from sage_tod.compiler.confidence import CERTAIN
+from sage_tod.compiler.cues import cue_tokens, domain_words, slot_cues
+from sage_tod.compiler.mentions import Claims, Mention
+from sage_tod.compiler.utterance import UserTurn
+from sage_tod.contracts.spec import SpecBundle, Workflow
+from sage_tod.text.normalize import basic
+
+# "same" and up to three words after it, then an optional "as (the|my|...) <word>"
+_SAME = re.compile(
+    r"(?=[sS])\bsame\s+(?P<what>(?!as\b)[a-z]+(?:\s+(?:of\s+)?(?!as\b)[a-z]+){0,2})"
+    r"(?:\s+as\s+(?:the\s+|my\s+|our\s+|that\s+|this\s+|your\s+)?(?P<ref>[a-z]+))?",
+    re.IGNORECASE)
+# value types whose values mean the same across workflows ("centre" is an area of a hotel
+# and of a restaurant alike); names and free text are not carried by "the same"
+_KINDS = frozenset({"categorical", "number", "date", "time"})
+
+
+def _one_slot(wf: Workflow, words: list[str]) -> str | None:
+    """The one slot of `wf` that `words` point at most, of a carried type, or None."""
+    hits = slot_cues(wf).slots_for(words)
+    hits = {s: n for s, n in hits.items() if s in wf.slots and wf.slots[s].type in _KINDS}
+    if not hits:
+        return None
+    top = max(hits.values())
+    best = [s for s, n in hits.items() if n == top]
+    return best[0] if len(best) == 1 else None
+
+
+def _last_cue_end(m: re.Match[str], wf: Workflow) -> int:
+    """Where the last word after "same" that cues a slot of `wf` ends: the span of
+    "the same area with a 4 star rating" is "same area"."""
+    cues = slot_cues(wf)
+    end = m.end("what")
+    for w in reversed(list(re.finditer(r"[a-z]+", m.group("what"), re.IGNORECASE))):
+        if cues.slots_for(cue_tokens(w.group(0))):
+            return m.start("what") + w.end()
+    return end
+
+
+def _names_workflow(word: str, wf: Workflow) -> bool:
+    return word in domain_words(wf) or word in basic(wf.id).split()
+
+
+def referents(spec: SpecBundle, wf: Workflow, slot: str, reference: str,
+              before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str]:
+    """The other workflows' slots that `reference` ("same area as the restaurant") points
+    at for `slot`, with the value each holds (s_{t-1}, else s_t), keyed by slot; what
+    `find_same_as` reads a value from and what the repair hint names."""
+    m = _SAME.search(reference)
+    if m is None or slot not in wf.slots:
+        return {}
+    words = cue_tokens(m.group("what"))
+    ref = (m.group("ref") or "").lower()
+    others = [w for w in spec.workflows.values() if w.id != wf.id]
+    if ref:
+        if _names_workflow(ref, wf):
+            return {}  # "the same area as the hotel" in the hotel's own workflow
+        others = [w for w in others if _names_workflow(ref, w)] or others
+    kind = wf.slots[slot]
+    out: dict[str, str] = {}
+    for other in others:
+        s2 = _one_slot(other, words)
+        if s2 is None or other.slots[s2].type != kind.type:
+            continue
+        held = before.get(s2) or after.get(s2)
+        if held:
+            out[s2] = held
+    return out
+
+
+def find_same_as(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
+    """The values u_t says by "the same X (as the Y)" (module docstring)."""
+    spec = u.spec
+    text = u.text
+    if spec is None or len(spec.workflows) < 2 or "same" not in text.lower():
+        return []
+    out: list[Mention] = []
+    for m in _SAME.finditer(text):
+        slot = _one_slot(wf, cue_tokens(m.group("what")))
+        if slot is None or slot in u.before:
+            continue
+        start, end = m.start(), m.end() if m.group("ref") else _last_cue_end(m, wf)
+        if u.negated(start) or not claims.free(start, end):
+            continue
+        kind = wf.slots[slot]
+        held = referents(spec, wf, slot, m.group(0), u.before, u.after)
+        values = {kind.normalize(v): v for v in held.values()}
+        if len(values) != 1:
+            continue  # none, or two ("the same day" after a train on Friday, a hotel Sunday)
+        (value,) = values.values()
+        if kind.type == "categorical" and kind.values and kind.normalize(value) not in {
+                kind.normalize(v) for v in kind.values}:
+            continue  # the other slot's value is no value of this one
+        out.append(Mention(value, (slot,), start, end, "same_as", confidence=CERTAIN,
+                           narrowed=(slot,)))
+    return out
