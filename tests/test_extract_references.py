@@ -117,3 +117,74 @@ def test_a_dropped_reference_is_a_sure_failure_whose_repair_names_the_referent()
     turn = _turn("hotel", user, before, {**before, "hotel-stars": "4", "hotel-area": "centre"})
     assert not [c for c in compile_turn(make_context(spec, turn))
                 if c.failure_class is FailureClass.IUV]
+
+
+# the MultiWOZ taxi workflow beside the others: its departure and destination list the
+# entity names of the other workflows (as the generated spec's catalogue does)
+_NAMES = ["worth house", "the lucky star", "royal spice", "museum of classical archaeology",
+          "cocum", "acorn guest house", "castle galleries"]
+_WITH_TAXI = parse_spec({"workflows": [*SPEC["workflows"], {"id": "taxi", "slots": [
+    {"name": "taxi-leaveat", "description": "leaving time of taxi", "type": "time"},
+    {"name": "taxi-arriveby", "description": "arrival time of taxi", "type": "time"},
+    {"name": "taxi-departure", "description": "departure location of taxi", "type": "free",
+     "values": _NAMES},
+    {"name": "taxi-destination", "description": "destination of taxi", "type": "free",
+     "values": _NAMES}]}]})
+
+
+def _taxi(user: str, before: dict[str, str]) -> list[tuple[str, str, str]]:
+    turn = parse_turn({"dialogue_id": "d", "turn_id": 7, "workflow": "taxi", "user": user,
+                       "agent": "", "state_before": before, "state_after": before,
+                       "history": [{"user": "", "agent": "Anything else?"}]},
+                      _WITH_TAXI).turn
+    wf = _WITH_TAXI.workflow("taxi")
+    assert wf is not None
+    return [(e.candidates[0], e.value, user[e.start or 0:e.end or 0])
+            for e in extract_user_values(turn, wf, _WITH_TAXI) if e.source == "same_as"
+            and e.exact]
+
+
+def test_an_entity_named_by_its_kind_for_the_taxi() -> None:
+    # MultiWOZ validation MUL0036 turn 7: the gold taxi holds both names
+    names = {"hotel-name": "worth house", "restaurant-name": "the lucky star"}
+    assert sorted(_taxi("Can I have a taxi take me to the restaurant from the hotel ? I need "
+                        "it to arrive by the time my reservation is booked for .", names)) == [
+        ("taxi-departure", "worth house", "the hotel"),
+        ("taxi-destination", "the lucky star", "the restaurant")]
+    # MUL2360 turn 6 (validation): "the Museum" is the attraction's kind
+    assert sorted(_taxi("Yes , I need a Taxi from the Museum by 11:30 to the restaurant .",
+                        {"attraction-name": "museum of classical archaeology",
+                         "restaurant-name": "cocum"})) == [
+        ("taxi-departure", "museum of classical archaeology", "the Museum"),
+        ("taxi-destination", "cocum", "the restaurant")]
+
+
+def test_no_entity_reading_without_a_held_name_a_role_or_an_open_slot() -> None:
+    user = "I also need a taxi to commute from the hotel to the museum ."  # MUL2587 turn 5
+    held = {"hotel-name": "acorn guest house", "attraction-name": "castle galleries"}
+    assert len(_taxi(user, held)) == 2
+    # no name held for the museum: only the hotel is read
+    assert _taxi(user, {"hotel-name": "acorn guest house"}) == [
+        ("taxi-departure", "acorn guest house", "the hotel")]
+    # the departure s_{t-1} holds already is not read again
+    assert _taxi(user, {**held, "taxi-departure": "acorn guest house"}) == [
+        ("taxi-destination", "castle galleries", "the museum")]
+    # no role word before the article: which end is meant is not said
+    assert _taxi("I need a taxi for the hotel and the museum .", held) == []
+
+
+def test_a_swapped_taxi_is_a_failure_of_both_ends() -> None:
+    # MUL0990 turn 5 (development; SOLOIST): the system wrote the restaurant as the
+    # departure and the museum as the destination; "from the museum to the restaurant"
+    # decides each end by its role word, so neither name counts as recorded in the other
+    user = "I also want to book a taxi from the museum to the restaurant . I want to by 15:45 ."
+    before = {"attraction-name": "castle galleries", "restaurant-name": "cocum"}
+    after = {**before, "taxi-departure": "cocum", "taxi-destination": "castle galleries"}
+    turn = parse_turn({"dialogue_id": "d", "turn_id": 5, "workflow": "taxi", "user": user,
+                       "agent": "", "state_before": before, "state_after": after,
+                       "history": [{"user": "", "agent": "Anything else?"}]},
+                      _WITH_TAXI).turn
+    iuv = [(c.args.slot, c.args.value) for c in compile_turn(make_context(_WITH_TAXI, turn))
+           if isinstance(c.args, IUVArgs) and c.args.source == "same_as"]
+    assert sorted(iuv) == [("taxi-departure", "castle galleries"),
+                           ("taxi-destination", "cocum")]

@@ -36,7 +36,7 @@ from sage_tod.compiler.entity_words import entity_words
 from sage_tod.compiler.mentions import Claims, Extraction, Mention
 from sage_tod.compiler.names import find_typed_names
 from sage_tod.compiler.offers import find_acceptance
-from sage_tod.compiler.references import find_same_as
+from sage_tod.compiler.references import find_references
 from sage_tod.compiler.resolve import Reader, plan, resolve
 from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.criteria import EXTRACTION_FLOOR
@@ -79,7 +79,7 @@ READERS: tuple[Reader, ...] = plan((
     Reader(_typed_names, ("typed_name",)),
     Reader(_waivers, ("dontcare",)),
     Reader(_acceptance, ("accepted_offer",)),
-    Reader(find_same_as, ("same_as",)),
+    Reader(find_references, ("same_as",)),
 ))
 
 

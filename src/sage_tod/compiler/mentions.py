@@ -36,7 +36,8 @@ Source = Literal[
     "typed_name",      # an entity's name after a naming cue or a request
     "dontcare",        # a waiver of a slot
     "accepted_offer",  # the one name the agent offered, taken by the user
-    "same_as",         # another workflow's value, said as "the same area as the hotel"
+    "same_as",         # another workflow's value, by reference: "the same area as the
+                       # hotel", "from the restaurant"
 ]
 SOURCES: tuple[Source, ...] = get_args(Source)
 
@@ -62,6 +63,9 @@ class Mention:
     confidence: float = 1.0
     narrowed: tuple[str, ...] | None = None
     floor: float | None = None
+    # a value from outside u_t whose slot a role word chose among siblings ("from the
+    # restaurant"): its extraction is `role_decided` (the resolver's `fill_open`)
+    role_decided: bool = False
 
     @property
     def slot(self) -> str:

@@ -18,10 +18,19 @@ alone:
 - not negated ("not in the same area"), and not inside a question about an entity ("Is
   the Gonville Hotel in the same price range as the Curry Garden?", `Claims.free`).
 
-The mention's span is the reference itself ("same area as the restaurant"), its source
-`same_as`, and the resolver keeps it only when nothing the user said fills the slot
-(`resolve.PRIORITY`). It is as sure as an accepted offer (`confidence.CERTAIN`): S2
-reads u_t alone and cannot see the value the words refer to.
+The same holds for an entity named by its kind: "a taxi from the restaurant to the
+hotel" names, for the taxi's departure and destination, the entities the restaurant and
+hotel workflows hold (`find_entity_references`): the word after "the" (or "my", "our")
+must describe the entities of exactly one other workflow (`entity_words`), whose name
+slot holds one value in s_{t-1} (or s_t); the candidate slots are those of the turn's
+workflow that list that name among their values (a catalogue), and the role word before
+the article must decide one of them (`assign.role_decides`: "from", "to", "leave"), which
+s_{t-1} leaves unset.
+
+The mention's span is the reference itself ("same area as the restaurant", "the
+restaurant"), its source `same_as`, and the resolver keeps it only when nothing the user
+said fills the slot (`resolve.PRIORITY`). It is as sure as an accepted offer
+(`confidence.CERTAIN`): S2 reads u_t alone and cannot see the value the words refer to.
 """
 
 from __future__ import annotations
@@ -29,8 +38,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from sage_tod.compiler.assign import disambiguate, role_decides
 from sage_tod.compiler.confidence import CERTAIN
 from sage_tod.compiler.cues import cue_tokens, domain_words, slot_cues
+from sage_tod.compiler.lexicon import lexicon
 from sage_tod.compiler.mentions import Claims, Mention
 from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.spec import SpecBundle, Workflow
@@ -96,6 +107,54 @@ def referents(spec: SpecBundle, wf: Workflow, slot: str, reference: str,
         held = before.get(s2) or after.get(s2)
         if held:
             out[s2] = held
+    return out
+
+
+def find_references(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
+    """Every value u_t says by reference to another workflow (module docstring)."""
+    return find_same_as(u, wf, claims) + find_entity_references(u, wf, claims)
+
+
+_DETERMINERS = frozenset({"the", "my", "our"})
+
+
+def find_entity_references(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
+    """The entities u_t names by their kind for a slot of `wf` that lists such names:
+    "a taxi from the restaurant to the hotel" (module docstring)."""
+    spec, entities = u.spec, u.entities
+    if spec is None or entities is None or len(spec.workflows) < 2:
+        return []
+    listing = [s for s in wf.slots.values() if s.values and s.type in {"free", "categorical"}]
+    if not listing:
+        return []
+    out: list[Mention] = []
+    toks = u.tokens
+    for i in range(1, len(toks)):
+        word, _, end = toks[i]
+        owners = entities.owners.get(word)
+        if owners is None or toks[i - 1][0] not in _DETERMINERS or len(owners) != 1:
+            continue
+        (owner,) = owners
+        other = spec.workflows.get(owner)
+        if other is None or owner == wf.id:
+            continue
+        name_slot = lexicon(other).name_slot
+        held = (u.before.get(name_slot) or u.after.get(name_slot)) if name_slot else None
+        if not held:
+            continue
+        cands = [s.name for s in listing if s.normalize(held) in {
+            s.normalize(v) for v in s.values}]
+        the = toks[i - 1][1]
+        if not cands or not claims.free(the, end) or u.negated(the):
+            continue
+        narrowed = disambiguate(u.text, the, cands, wf) if len(cands) > 1 else cands
+        if len(narrowed) != 1 or narrowed[0] in u.before or (
+                len(cands) > 1 and not role_decides(u.text, the, narrowed[0], cands, wf)):
+            continue
+        # the role word chose the slot: a name s_t holds only in the sibling (departure
+        # and destination swapped) is not recorded (`compile._may_hold`)
+        out.append(Mention(held, (narrowed[0],), the, end, "same_as", confidence=CERTAIN,
+                           narrowed=(narrowed[0],), role_decided=len(cands) > 1))
     return out
 
 

@@ -232,7 +232,7 @@ class _Resolution(Claims):
         workflow's): kept only when no extraction holds its slot; it claims nothing."""
         if not any(m.slot in ex.candidates for ex in self.out):
             self.out.append(Extraction(m.value, m.slots, m.start, m.end, m.confidence,
-                                       m.source))
+                                       m.source, role_decided=m.role_decided))
 
 
 _Step = Callable[[_Resolution, Mention], None]
