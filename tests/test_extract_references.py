@@ -17,6 +17,7 @@ from sage_tod.contracts.spec import SpecBundle, parse_spec
 from sage_tod.contracts.turns import Turn, parse_turn
 from sage_tod.evaluation.aggregate import repair_signal
 from test_extract_natural import SPEC
+from test_extract_roles import taxi_workflow
 
 
 def _spec() -> SpecBundle:
@@ -123,13 +124,7 @@ def test_a_dropped_reference_is_a_sure_failure_whose_repair_names_the_referent()
 # entity names of the other workflows (as the generated spec's catalogue does)
 _NAMES = ["worth house", "the lucky star", "royal spice", "museum of classical archaeology",
           "cocum", "acorn guest house", "castle galleries"]
-_WITH_TAXI = parse_spec({"workflows": [*SPEC["workflows"], {"id": "taxi", "slots": [
-    {"name": "taxi-leaveat", "description": "leaving time of taxi", "type": "time"},
-    {"name": "taxi-arriveby", "description": "arrival time of taxi", "type": "time"},
-    {"name": "taxi-departure", "description": "departure location of taxi", "type": "free",
-     "values": _NAMES},
-    {"name": "taxi-destination", "description": "destination of taxi", "type": "free",
-     "values": _NAMES}]}]})
+_WITH_TAXI = parse_spec({"workflows": [*SPEC["workflows"], taxi_workflow(_NAMES)]})
 
 
 def _taxi(user: str, before: dict[str, str]) -> list[tuple[str, str, str]]:

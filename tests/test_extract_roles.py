@@ -13,6 +13,7 @@ one from the shared tool-agent trajectories (MIT licence).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from sage_tod.compiler.compile import compile_turn
 from sage_tod.compiler.context import make_context
@@ -138,13 +139,20 @@ def test_role_words_in_a_tool_agents_workflow_stay_unsure() -> None:
 # its catalogue lists for both places (the slots stay free)
 _PLACES = ["wagamama", "mumford theatre", "restaurant two two",
            "museum of classical archaeology", "the cambridge punter"]
-_TAXI = parse_spec({"workflows": [{"id": "taxi", "slots": [
-    {"name": "taxi-leaveat", "description": "leaving time of taxi", "type": "time"},
-    {"name": "taxi-arriveby", "description": "arrival time of taxi", "type": "time"},
-    {"name": "taxi-departure", "description": "departure location of taxi", "type": "free",
-     "values": _PLACES},
-    {"name": "taxi-destination", "description": "destination of taxi", "type": "free",
-     "values": _PLACES}]}]})
+
+
+def taxi_workflow(places: list[str]) -> dict[str, Any]:
+    """The generated spec's taxi workflow, its two places listing `places`."""
+    return {"id": "taxi", "slots": [
+        {"name": "taxi-leaveat", "description": "leaving time of taxi", "type": "time"},
+        {"name": "taxi-arriveby", "description": "arrival time of taxi", "type": "time"},
+        {"name": "taxi-departure", "description": "departure location of taxi",
+         "type": "free", "values": places},
+        {"name": "taxi-destination", "description": "destination of taxi", "type": "free",
+         "values": places}]}
+
+
+_TAXI = parse_spec({"workflows": [taxi_workflow(_PLACES)]})
 
 
 def test_a_role_word_decides_past_the_article() -> None:
