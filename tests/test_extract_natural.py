@@ -578,3 +578,24 @@ def test_a_list_of_names_offers_several() -> None:
     # a name, then clauses about it, is one offer
     assert offered_names("How about the Autumn House , it has free wifi , and parking ?",
                          _wf("hotel")) == ["Autumn House"]
+
+
+def test_a_question_among_the_listed_options_searches() -> None:
+    # MultiWOZ validation: "Are any of them in the moderate price range ?" (the gold adds
+    # hotel-pricerange = moderate): "any of them" narrows the options the agent listed, so
+    # its value is a constraint, for S2 to read (not sure)
+    options = "I have 5 guesthouses in the north . Would you like one of those ?"
+    found = _by_slot(_extract("hotel", "Are any of them in the moderate price range ?",
+                              options), "hotel-pricerange")
+    assert [(e.value, e.exact) for e in found] == [("moderate", False)]
+    # SNG0767 turn 1 (development): "either of those" likewise
+    found = _by_slot(_extract("hotel", "Do either of those have 4 stars ?", "There are two "
+                              "hotels in the north part of town in the moderate price range "
+                              ", does that price range work for you ?"), "hotel-stars")
+    assert [(e.value, e.exact) for e in found] == [("4", False)]
+    # "all of them" asks about the options and narrows nothing; a question about one
+    # entity states nothing either
+    assert _by_slot(_extract("hotel", "Are all of them in the moderate price range ?",
+                             options), "hotel-pricerange") == []
+    assert _by_slot(_extract("hotel", "Is the acorn guest house in the moderate price range ?",
+                             options), "hotel-pricerange") == []
