@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from sage_tod.contracts.spec import Derived, Workflow
+from sage_tod.text.normalize import basic
 
 STOPWORDS = frozenset({
     "a", "an", "the", "of", "for", "to", "in", "on", "at", "by", "with", "from", "and",
@@ -167,6 +168,20 @@ _DOMAIN_WORDS: Derived[Workflow, frozenset[str]] = Derived("cues.domain_words",
 def domain_words(workflow: Workflow) -> frozenset[str]:
     """Words in most slot names of a workflow ("hotel" in hotel-area, hotel-stars, ...)."""
     return _DOMAIN_WORDS.of(workflow)
+
+
+def _build_naming_words(workflow: Workflow) -> frozenset[str]:
+    return domain_words(workflow) | {w for w in basic(workflow.id).split() if len(w) > 2}
+
+
+_NAMING_WORDS: Derived[Workflow, frozenset[str]] = Derived("cues.naming_words",
+                                                           _build_naming_words)
+
+
+def naming_words(workflow: Workflow) -> frozenset[str]:
+    """The words a user names a workflow by: its domain words and the longer words of its
+    id ("hotel", "restaurant"; "attraction" from the id alone)."""
+    return _NAMING_WORDS.of(workflow)
 
 
 def slot_cues(workflow: Workflow) -> SlotCues:

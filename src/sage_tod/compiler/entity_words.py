@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sage_tod.compiler.cues import domain_words
+from sage_tod.compiler.cues import naming_words
 from sage_tod.compiler.lexicon import lexicon
 from sage_tod.contracts.spec import Derived, SpecBundle, Workflow
 from sage_tod.text.booleans import normalize_boolean
@@ -48,7 +48,7 @@ class EntityWords:
         for wf in spec.workflows.values():
             if lexicon(wf).name_slot is None:
                 continue
-            words = set(domain_words(wf)) | {w for w in basic(wf.id).split() if len(w) > 2}
+            words = set(naming_words(wf))
             for slot in wf.slots.values():
                 if not slot.values or slot.type not in {"categorical", "free"}:
                     continue

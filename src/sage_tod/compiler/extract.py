@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sage_tod.compiler import values
-from sage_tod.compiler.cues import domain_words
+from sage_tod.compiler.cues import naming_words
 from sage_tod.compiler.descriptors import find_descriptors
 from sage_tod.compiler.dontcare import find_waivers
 from sage_tod.compiler.entity_words import entity_words
@@ -43,7 +43,6 @@ from sage_tod.contracts.criteria import EXTRACTION_FLOOR
 from sage_tod.contracts.spec import Derived, SpecBundle, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.match import find_value
-from sage_tod.text.normalize import basic
 
 __all__ = ["READERS", "Extraction", "extract_user_values"]
 
@@ -126,11 +125,9 @@ class _OtherWorkflowWords:
     def of(self, spec: SpecBundle, wf: Workflow) -> frozenset[str]:
         got = self._by_id.get(wf.id)
         if got is None:
-            own = set(domain_words(wf)) | {w for w in basic(wf.id).split() if len(w) > 2}
             out = {w for other in spec.workflows.values() if other.id != wf.id
-                   for w in (set(domain_words(other)) | set(basic(other.id).split()))
-                   if len(w) > 2}
-            got = self._by_id[wf.id] = frozenset(out - own)
+                   for w in naming_words(other) if len(w) > 2}
+            got = self._by_id[wf.id] = frozenset(out - naming_words(wf))
         return got
 
 

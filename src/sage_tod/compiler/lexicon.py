@@ -178,3 +178,24 @@ _LEXICON: Derived[Workflow, Lexicon] = Derived("lexicon", _build)
 def lexicon(wf: Workflow) -> Lexicon:
     """The workflow's lexicon, built the first time it is asked for."""
     return _LEXICON.of(wf)
+
+
+def _no_keys(wf: Workflow) -> dict[str, frozenset[str]]:
+    return {}
+
+
+# slot -> the comparison keys of its listed values, filled per slot as they are asked for
+# (a catalogue of 221 names is normalised once per workflow, not once per question)
+_VALUE_KEYS: Derived[Workflow, dict[str, frozenset[str]]] = Derived("lexicon.value_keys",
+                                                                    _no_keys)
+
+
+def value_keys(wf: Workflow, slot: str) -> frozenset[str]:
+    """`SlotSpec.normalize` of every listed value of `slot`: "is this a value of the
+    slot?" asked in one set lookup."""
+    keys = _VALUE_KEYS.of(wf)
+    got = keys.get(slot)
+    if got is None:
+        sp = wf.slots[slot]
+        got = keys[slot] = frozenset(sp.normalize(v) for v in sp.values)
+    return got

@@ -40,12 +40,11 @@ from collections.abc import Mapping
 
 from sage_tod.compiler.assign import disambiguate, role_decides
 from sage_tod.compiler.confidence import CERTAIN
-from sage_tod.compiler.cues import cue_tokens, domain_words, slot_cues
-from sage_tod.compiler.lexicon import lexicon
+from sage_tod.compiler.cues import cue_tokens, naming_words, slot_cues
+from sage_tod.compiler.lexicon import lexicon, value_keys
 from sage_tod.compiler.mentions import Claims, Mention
 from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.spec import SpecBundle, Workflow
-from sage_tod.text.normalize import basic
 
 # "same" and up to three words after it, then an optional "as (the|my|...) <word>"
 _SAME = re.compile(
@@ -79,25 +78,26 @@ def _last_cue_end(m: re.Match[str], wf: Workflow) -> int:
     return end
 
 
-def _names_workflow(word: str, wf: Workflow) -> bool:
-    return word in domain_words(wf) or word in basic(wf.id).split()
-
-
 def referents(spec: SpecBundle, wf: Workflow, slot: str, reference: str,
               before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str]:
     """The other workflows' slots that `reference` ("same area as the restaurant") points
     at for `slot`, with the value each holds (s_{t-1}, else s_t), keyed by slot; what
     `find_same_as` reads a value from and what the repair hint names."""
     m = _SAME.search(reference)
-    if m is None or slot not in wf.slots:
-        return {}
+    return {} if m is None or slot not in wf.slots else _referents(m, spec, wf, slot,
+                                                                   before, after)
+
+
+def _referents(m: re.Match[str], spec: SpecBundle, wf: Workflow, slot: str,
+               before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str]:
+    """`referents` of one match of `_SAME`."""
     words = cue_tokens(m.group("what"))
     ref = (m.group("ref") or "").lower()
     others = [w for w in spec.workflows.values() if w.id != wf.id]
     if ref:
-        if _names_workflow(ref, wf):
+        if ref in naming_words(wf):
             return {}  # "the same area as the hotel" in the hotel's own workflow
-        others = [w for w in others if _names_workflow(ref, w)] or others
+        others = [w for w in others if ref in naming_words(w)] or others
     kind = wf.slots[slot]
     out: dict[str, str] = {}
     for other in others:
@@ -142,8 +142,7 @@ def find_entity_references(u: UserTurn, wf: Workflow, claims: Claims) -> list[Me
         held = (u.before.get(name_slot) or u.after.get(name_slot)) if name_slot else None
         if not held:
             continue
-        cands = [s.name for s in listing if s.normalize(held) in {
-            s.normalize(v) for v in s.values}]
+        cands = [s.name for s in listing if s.normalize(held) in value_keys(wf, s.name)]
         the = toks[i - 1][1]
         if not cands or not claims.free(the, end) or u.negated(the):
             continue
@@ -173,13 +172,13 @@ def find_same_as(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
         if u.negated(start) or not claims.free(start, end):
             continue
         kind = wf.slots[slot]
-        held = referents(spec, wf, slot, m.group(0), u.before, u.after)
+        held = _referents(m, spec, wf, slot, u.before, u.after)
         values = {kind.normalize(v): v for v in held.values()}
         if len(values) != 1:
             continue  # none, or two ("the same day" after a train on Friday, a hotel Sunday)
         (value,) = values.values()
-        if kind.type == "categorical" and kind.values and kind.normalize(value) not in {
-                kind.normalize(v) for v in kind.values}:
+        if kind.type == "categorical" and kind.values and kind.normalize(
+                value) not in value_keys(wf, slot):
             continue  # the other slot's value is no value of this one
         out.append(Mention(value, (slot,), start, end, "same_as", confidence=CERTAIN,
                            narrowed=(slot,)))

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from sage_tod.compiler.cues import CONCEPTS, SlotCues, domain_words, slot_cues
+from sage_tod.compiler.lexicon import value_keys
 from sage_tod.contracts.spec import Derived, Workflow
 
 # directional prepositions -> the concept whose slots they point at
@@ -52,15 +53,6 @@ class _Tables:
     trip: frozenset[str]  # the departure and destination slots
     words: frozenset[str]  # `workflow_words`
     role: Mapping[str, tuple[str, ...]]  # slot -> `_slot_role` of its name
-    _keys: dict[str, frozenset[str]]  # slot -> its values' comparison keys, when asked
-
-    def keys(self, wf: Workflow, slot: str) -> frozenset[str]:
-        """The comparison keys of `slot`'s values (built the first time they are read)."""
-        got = self._keys.get(slot)
-        if got is None:
-            sp = wf.slots[slot]
-            got = self._keys[slot] = frozenset(sp.normalize(v) for v in sp.values)
-        return got
 
 
 def _build_tables(wf: Workflow) -> _Tables:
@@ -71,7 +63,7 @@ def _build_tables(wf: Workflow) -> _Tables:
         concepts=concepts, trip=concepts["departure"] | concepts["destination"],
         words=frozenset(_stem_word(w) for w in _TOKEN.findall(wf.id.lower()) + sorted(domain)
                         if len(w) > 2),
-        role={n: _slot_role(n, domain) for n in wf.slots}, _keys={})
+        role={n: _slot_role(n, domain) for n in wf.slots})
 
 
 _TABLES: Derived[Workflow, _Tables] = Derived("roles.tables", _build_tables)
@@ -216,7 +208,7 @@ def other_domain(text: str, start: int, end: int, slot: str, wf: Workflow,
             continue
         rivals = frozenset(n for n, sp in other.slots.items() if sp.type == spec.type and (
             theirs.role[n] == role) and (
-            not sp.values or sp.normalize(value) in theirs.keys(other, n)))
+            not sp.values or sp.normalize(value) in value_keys(other, n)))
         if rivals:
             return Role(rivals, sorted(sentence & theirs.words)[0])
     return None
