@@ -179,7 +179,17 @@ def test_a_swapped_taxi_is_a_failure_of_both_ends() -> None:
                        "agent": "", "state_before": before, "state_after": after,
                        "history": [{"user": "", "agent": "Anything else?"}]},
                       _WITH_TAXI).turn
-    iuv = [(c.args.slot, c.args.value) for c in compile_turn(make_context(_WITH_TAXI, turn))
-           if isinstance(c.args, IUVArgs) and c.args.source == "same_as"]
-    assert sorted(iuv) == [("taxi-departure", "castle galleries"),
-                           ("taxi-destination", "cocum")]
+    ctx = make_context(_WITH_TAXI, turn)
+    crits = [c for c in compile_turn(ctx)
+             if isinstance(c.args, IUVArgs) and c.args.source == "same_as"]
+    assert sorted((c.args.slot, c.args.value) for c in crits
+                  if isinstance(c.args, IUVArgs)) == [
+        ("taxi-departure", "castle galleries"), ("taxi-destination", "cocum")]
+    # each repair names the words and the slot that holds the value they refer to
+    start = user.index("the museum")
+    assert sorted(repair_signal(c, ctx) for c in crits) == [
+        f"record value 'castle galleries' (said as 'the museum' at span [{start},"
+        f"{start + 10}] of u_t: attraction-name holds 'castle galleries') into slot "
+        "taxi-departure",
+        f"record value 'cocum' (said as 'the restaurant' at span [{start + 14},"
+        f"{start + 28}] of u_t: restaurant-name holds 'cocum') into slot taxi-destination"]

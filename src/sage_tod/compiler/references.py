@@ -41,10 +41,12 @@ from collections.abc import Mapping
 from sage_tod.compiler.assign import disambiguate, role_decides
 from sage_tod.compiler.confidence import CERTAIN
 from sage_tod.compiler.cues import cue_tokens, naming_words, slot_cues
+from sage_tod.compiler.entity_words import entity_words
 from sage_tod.compiler.lexicon import lexicon, value_keys
 from sage_tod.compiler.mentions import Claims, Mention
 from sage_tod.compiler.utterance import UserTurn
 from sage_tod.contracts.spec import SpecBundle, Workflow
+from sage_tod.text.normalize import basic
 
 # "same" and up to three words after it, then an optional "as (the|my|...) <word>"
 _SAME = re.compile(
@@ -80,12 +82,31 @@ def _last_cue_end(m: re.Match[str], wf: Workflow) -> int:
 
 def referents(spec: SpecBundle, wf: Workflow, slot: str, reference: str,
               before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str]:
-    """The other workflows' slots that `reference` ("same area as the restaurant") points
-    at for `slot`, with the value each holds (s_{t-1}, else s_t), keyed by slot; what
-    `find_same_as` reads a value from and what the repair hint names."""
+    """The other workflows' slots that `reference` ("same area as the restaurant", "the
+    museum") points at for `slot`, with the value each holds (s_{t-1}, else s_t), keyed
+    by slot; what the readers read a value from and what the repair hint names."""
+    if slot not in wf.slots:
+        return {}
     m = _SAME.search(reference)
-    return {} if m is None or slot not in wf.slots else _referents(m, spec, wf, slot,
-                                                                   before, after)
+    if m is not None:
+        return _referents(m, spec, wf, slot, before, after)
+    words = basic(reference).split()
+    held = _entity_held(spec, wf, words[-1], before, after) if words else None
+    return {} if held is None else {held[0]: held[1]}
+
+
+def _entity_held(spec: SpecBundle, wf: Workflow, word: str, before: Mapping[str, str],
+                 after: Mapping[str, str]) -> tuple[str, str] | None:
+    """The name slot, and its value, of the one other workflow whose entities `word`
+    describes ("museum": the attraction's), or None."""
+    owners = entity_words(spec).owners.get(word)
+    if owners is None or len(owners) != 1:
+        return None
+    (owner,) = owners
+    other = spec.workflows.get(owner)
+    name_slot = lexicon(other).name_slot if other is not None and owner != wf.id else None
+    held = (before.get(name_slot) or after.get(name_slot)) if name_slot else None
+    return (name_slot, held) if name_slot and held else None
 
 
 def _referents(m: re.Match[str], spec: SpecBundle, wf: Workflow, slot: str,
@@ -121,8 +142,8 @@ _DETERMINERS = frozenset({"the", "my", "our"})
 def find_entity_references(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
     """The entities u_t names by their kind for a slot of `wf` that lists such names:
     "a taxi from the restaurant to the hotel" (module docstring)."""
-    spec, entities = u.spec, u.entities
-    if spec is None or entities is None or len(spec.workflows) < 2:
+    spec = u.spec
+    if spec is None or u.entities is None or len(spec.workflows) < 2:
         return []
     listing = [s for s in wf.slots.values() if s.values and s.type in {"free", "categorical"}]
     if not listing:
@@ -131,17 +152,11 @@ def find_entity_references(u: UserTurn, wf: Workflow, claims: Claims) -> list[Me
     toks = u.tokens
     for i in range(1, len(toks)):
         word, _, end = toks[i]
-        owners = entities.owners.get(word)
-        if owners is None or toks[i - 1][0] not in _DETERMINERS or len(owners) != 1:
+        found = (_entity_held(spec, wf, word, u.before, u.after)
+                 if toks[i - 1][0] in _DETERMINERS else None)
+        if found is None:
             continue
-        (owner,) = owners
-        other = spec.workflows.get(owner)
-        if other is None or owner == wf.id:
-            continue
-        name_slot = lexicon(other).name_slot
-        held = (u.before.get(name_slot) or u.after.get(name_slot)) if name_slot else None
-        if not held:
-            continue
+        held = found[1]
         cands = [s.name for s in listing if s.normalize(held) in value_keys(wf, s.name)]
         the = toks[i - 1][1]
         if not cands or not claims.free(the, end) or u.negated(the):
