@@ -10,6 +10,9 @@ tests pin what a rule must not claim.
 
 from __future__ import annotations
 
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
 from sage_tod.compiler.compile import compile_turn
 from sage_tod.compiler.context import make_context
 from sage_tod.compiler.extract import extract_user_values
@@ -17,6 +20,9 @@ from sage_tod.compiler.offers import find_acceptance, offered_names
 from sage_tod.contracts.criteria import EXACT, FailureClass, IUVArgs
 from sage_tod.contracts.spec import SpecBundle, Workflow, parse_spec
 from sage_tod.contracts.turns import Turn, parse_turn
+from sage_tod.text.match import text_tokens
+from sage_tod.text.party import SCREEN as PARTY_SCREEN
+from sage_tod.text.party import party_phrases
 from test_extract_natural import SPEC
 
 
@@ -42,6 +48,12 @@ def _iuv(turn: Turn) -> list[IUVArgs]:
     ctx = make_context(_spec(), turn)
     return [c.args for c in compile_turn(ctx)
             if c.failure_class is FailureClass.IUV and isinstance(c.args, IUVArgs)]
+
+
+def _people(wf: str, user: str) -> list[tuple[str, bool]]:
+    """The party sizes the IUV criteria of `user` read, each with whether S1 decides it."""
+    return [(a.value, a.confidence >= EXACT) for a in _iuv(_turn(wf, user))
+            if a.slot == f"{wf}-bookpeople"]
 
 
 # -- 1. a waiver is recorded only in its own slot ---------------------------------------------
@@ -568,16 +580,80 @@ def test_a_request_to_be_told_of_no_choice_is_no_question() -> None:
 
 def test_counts_said_without_a_cue_word() -> None:
     # issue 23's causes; MultiWOZ val writes people = N for "all 6 of us", "the four of us"
-    def people(user: str) -> list[tuple[str, bool]]:
-        return [(a.value, a.confidence >= EXACT) for a in _iuv(_turn("restaurant", user))
-                if a.slot == "restaurant-bookpeople"]
-
-    assert people("I need tickets for all 6 of us") == [("6", True)]
-    assert people("a table for me and my wife , please") == [("2", True)]
+    assert _people("restaurant", "I need tickets for all 6 of us") == [("6", True)]
+    assert _people("restaurant", "a table for me and my wife , please") == [("2", True)]
     # a member of the party, a subject, or a count said beside it: no party of two
-    assert people("one of us is vegetarian") == []
-    assert people("My husband and I are celebrating our anniversary") == []
-    assert people("a table for me and my wife and our 3 kids") != [("2", True)]
+    assert _people("restaurant", "one of us is vegetarian") == []
+    assert _people("restaurant", "My husband and I are celebrating our anniversary") == []
+    assert _people("restaurant", "a table for me and my wife and our 3 kids") != [("2", True)]
+
+
+def test_an_amenity_named_right_after_its_yes_word_is_sure() -> None:
+    # labes MUL2228 turn 5 (the system drops both; S2 read parking as unsupported) and
+    # MultiWOZ val MUL1367 turn 4: "free parking" names the slot as surely as "parking: yes"
+    def amenities(user: str) -> dict[str, bool]:
+        return {e.candidates[0]: e.exact
+                for e in extract_user_values(_turn("hotel", user), _wf("hotel"), _spec())
+                if len(e.candidates) == 1 and e.candidates[0] in ("hotel-parking",
+                                                                  "hotel-internet")}
+
+    assert amenities("I need to book in of those that has free wifi and free parking . I "
+                     "will to book fro 5 people for two nights starting on Sunday .") == {
+        "hotel-internet": True, "hotel-parking": True}
+    assert amenities("Free parking and free wifi , please .") == {
+        "hotel-parking": True, "hotel-internet": True}
+    # a question asks about it (MultiWOZ val MUL0637 turn 2: the gold records nothing)
+    assert amenities("Oh , I forgot , do they have free parking ?") == {"hotel-parking": False}
+
+
+def test_a_bare_count_after_what_is_booked_is_the_party() -> None:
+    # DAMD/SOLOIST MUL1273 turn 4 and SNG0468 turn 2 (S2 abstained on both); MultiWOZ val
+    # records people = N for ~120 such "for N"; a count with no booked thing before "for"
+    # stays a guess, and "for 2 hours" counts nothing
+    assert _people("restaurant", "Can you book a table for 2 at 7 pm tomorrow night ?") == [
+        ("2", True)]
+    assert _people("restaurant", "Yes I need a table for 4 on Saturday .") == [("4", True)]
+    assert _people("restaurant", "Yes , that sounds great ! Could you make the reservation "
+                   "for 4 please ?") == [("4", True)]
+    assert _people("restaurant", "Yes for 2 on Friday around 9") == [("2", False)]
+    assert _people("restaurant", "Could I book a table for 2 hours ?") == []
+
+
+def test_a_party_of_one_said_in_words() -> None:
+    # the user alone ("text.party"): MultiWOZ val PMUL4702 turn 2, PMUL1594 turn 1,
+    # PMUL0743 turn 5, PMUL2786 turn 6 and MUL1740 turn 6 record people = 1; the natural
+    # slice's damd MUL1598 turn 2 ("It will be just myself at 16:45 on tuesday .")
+    assert _people("restaurant", "I 'll be dining alone at 15:45 on Wednesday .") == [("1", True)]
+    assert _people("hotel", "Yes , please . I 'll be traveling alone , arriving on Monday , and "
+                  "I need to stay for 5 nights .") == [("1", True)]
+    assert _people("train", "Yes , I just need a ticket for myself .") == [("1", True)]
+    assert _people("hotel", "Great , please book me for just myself , five nights starting "
+                  "saturday .") == [("1", True)]
+    assert _people("train", "Just me thanks") == [("1", True)]
+    assert _people("restaurant", "Lets try Hakka . It will be just myself at 16:45 on tuesday "
+                  ".") == [("1", True)]
+    # a companion after the user, booking it oneself, "leave me alone", a negated clause,
+    # and a count said beside it (MultiWOZ val MUL0745 turn 7, PMUL1557 turn 8)
+    assert _people("train", "I 'll need six tickets for myself and my family .") == [("6", True)]
+    assert _people("hotel", "i only need the phone number then i will book for myself") == []
+    assert _people("restaurant", "ok , thanks . leave me alone now .") == []
+    assert _people("restaurant", "It wo n't be just me , my wife is coming .") == []
+    assert _people("restaurant", "Just me and my wife , at 18:00 .") == []
+    assert _people("restaurant", "just me , actually make that 3 people") == [("3", True)]
+
+
+def test_a_party_said_in_words_supports_the_count_recorded() -> None:
+    # S1's support of a count shares the phrases (`text.party`): a state that records
+    # people = 1 after "dining alone" is supported, 2 is not
+    from sage_tod.text.match import find_value
+
+    slot = _wf("restaurant").slots["restaurant-bookpeople"]
+    text = "I 'll be dining alone at 15:45 on Wednesday ."
+    hit = find_value(text, "1", slot)
+    assert hit is not None and text[hit.start:hit.end] == "dining alone"
+    assert find_value(text, "2", slot) is None
+    hit = find_value("a table for me and my wife , please", "2", slot)
+    assert hit is not None
 
 
 def test_waivers_the_issue_lists() -> None:
@@ -607,6 +683,35 @@ def test_a_question_that_searches_for_a_cuisine_states_it() -> None:
     assert _cuisines(_turn("restaurant", "Is it an Italian restaurant ?")) == []
 
 
+def test_a_cuisine_outside_the_catalogue_is_still_read() -> None:
+    # the MultiWOZ spec lists the database's cuisines on its free food slot; users ask for
+    # others (MultiWOZ val MUL0047 turn 0, MUL0923 turn 2: the gold records "welsh" and
+    # "tuscan"), which the modifier reading must still read, without the verb before it
+    # (SGD 25_00097 turn 2 read "serving indian")
+    import copy
+
+    doc = copy.deepcopy(SPEC)
+    for wf in doc["workflows"]:
+        for slot in wf["slots"]:
+            if slot["name"] == "restaurant-food":
+                slot["values"] = ["british", "chinese", "indian", "italian"]
+    spec = parse_spec(doc)
+    wf = spec.workflow("restaurant")
+    assert wf is not None
+
+    def foods(user: str) -> list[tuple[str, bool]]:
+        return [(e.value, e.exact) for e in extract_user_values(_turn("restaurant", user), wf,
+                                                                spec)
+                if e.candidates == ("restaurant-food",)]
+
+    assert foods("I 'm looking for a restaurant in the centre serving Welsh food .") == [
+        ("welsh", False)]
+    assert foods("Yes , I also need a tuscan restaurant in the east as well .") == [
+        ("tuscan", False)]
+    assert foods("I 'd like a cheap italian restaurant") == [("italian", True)]
+    assert foods("I want a great restaurant in the centre") == []
+
+
 def test_a_bare_reply_to_the_food_question_is_the_cuisine() -> None:
     # PMUL4756 turn 3 (DAMD)
     agent = ("There are a lot of possibilities , what type of food are you suddenly hungry "
@@ -617,3 +722,21 @@ def test_a_bare_reply_to_the_food_question_is_the_cuisine() -> None:
         assert _cuisines(_turn("restaurant", user, agent)) == [], user
     # without the agent's food question a bare word is no cuisine
     assert _cuisines(_turn("restaurant", "British ?", "Anything else ?")) == []
+
+
+_PARTY_WORDS = ["just", "only", "for", "me", "myself", "i", "'m", "i'm", "am", "be", "will",
+                "'ll", "traveling", "dining", "alone", "by", "on", "my", "own", "solo", "a",
+                "ticket", "table", "the", "two", "of", "us", "both", "and", "wife", "with",
+                "person", "eating", "x", ","]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PARTY_WORDS), max_size=8))
+@example(["dining", "alone"])
+@example(["the", "two", "of", "us"])
+@example(["a", "ticket", "for", "myself"])
+def test_the_party_screen_holds_a_token_of_every_phrase(words: list[str]) -> None:
+    """`_party_phrase` skips a turn whose tokens miss `party.SCREEN`: no phrase may."""
+    text = " ".join(words)
+    if party_phrases(text):
+        assert not text_tokens(text).isdisjoint(PARTY_SCREEN)

@@ -86,6 +86,30 @@ def test_a_word_that_names_no_role_decides_nothing() -> None:
     assert not any(v == ("stansted airport", True) for v in got.values())
 
 
+def test_arriving_at_or_in_a_place_is_its_destination() -> None:
+    # MultiWOZ val MUL1780 turn 2 and PMUL1310 turn 2 (their gold records the
+    # destination); "out of" is "from" (PMUL3117 turn 0)
+    got = _read("I 'm also looking for a train . It will depart from broxbourne and "
+                "should arrive at cambridge .")
+    assert got["train-departure"] == ("broxbourne", True)
+    assert got["train-destination"] == ("cambridge", True)
+    assert _read("Yes , I need to find a train that arrives in Kings Lynn by 19:30 .")[
+        "train-destination"] == ("kings lynn", True)
+    assert _read("I need a train out of Cambridge , but I need to arrive at my destination "
+                 "by 08:00 .")["train-departure"] == ("cambridge", True)
+
+
+def test_another_values_role_words_do_not_cue_this_one() -> None:
+    # MultiWOZ val MUL0321 turn 4: "departs from" is ely's; only "to" is Cambridge's
+    got = _read("Can you find me a train that departs from ely to Cambridge ? I need to "
+                "book a seat on the same day as my restaurant booking please")
+    assert got["train-departure"] == ("ely", True)
+    assert got["train-destination"] == ("cambridge", True)
+    # a run of role words is the value's own ("leaving from")
+    assert _read("I need a train leaving from cambridge")["train-departure"] == (
+        "cambridge", True)
+
+
 def test_a_value_held_only_in_the_sibling_slot_is_not_recorded() -> None:
     # PMUL1812 turn 3 (DAMD): the system holds cambridge as the departure (the user
     # leaves kings lynn); "going to Cambridge" names the destination, which s_t lacks

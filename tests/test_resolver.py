@@ -189,11 +189,17 @@ def test_an_amenity_wanted_with_a_verb_makes_its_synonym_reading_exact() -> None
     internet = [e for e in _extract(_WIFI) if e.candidates == ("hotel-internet",)]
     # one extraction, the categorical reading of "free wifi", raised by the verb
     assert [(e.value, e.source, e.exact) for e in internet] == [("yes", "categorical", True)]
-    # without the descriptor, "free" (a synonym of yes for two amenities) narrowed to the
-    # internet by the word after it is only likely
+    # without the descriptor, "free" (a synonym of yes for two amenities) with the amenity
+    # right after it is exact too (round 19); with the amenity further off ("wifi that is
+    # free") only likely, and the verb still raises it ("I do need wifi that is free")
     plain = plan(tuple(r for r in READERS if "descriptor" not in r.sources))
     alone = [e for e in resolve(UserTurn(_WIFI), wf, plain) if e.candidates == ("hotel-internet",)]
+    assert [(e.value, e.source, e.exact) for e in alone] == [("yes", "categorical", True)]
+    far = _turn("hotel", "No , but I do need wifi that is free .", "", {"hotel-internet": "no"})
+    alone = [e for e in resolve(UserTurn(far), wf, plain) if e.candidates == ("hotel-internet",)]
     assert [(e.value, e.source, e.exact) for e in alone] == [("yes", "categorical", False)]
+    assert [(e.value, e.exact) for e in _extract(far) if e.candidates == ("hotel-internet",)
+            ] == [("yes", True)]
 
 
 # -- the turn analysis the resolver reads -------------------------------------------------

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from sage_tod.compiler import assign, descriptors, detect, dontcare, names, offers, values
 from sage_tod.compiler.cues import SlotCues, _stem, slot_cues
 from sage_tod.contracts.spec import SpecBundle, Workflow, load_spec
-from sage_tod.text import places, times
+from sage_tod.text import party, places, times
 from sage_tod.text.sentences import sentences
 
 _LOOKAHEADS = {
@@ -34,7 +34,8 @@ _LOOKAHEADS = {
     "descriptors._AFTER_VERB": descriptors._AFTER_VERB,
     "descriptors._ASKS_FOOD": descriptors._ASKS_FOOD,
     "offers._BOOKING_WORDS": offers._BOOKING_WORDS, "offers._REFUSE": offers._REFUSE,
-    "values._NAMING_WORD": values._NAMING_WORD, "values._COUPLE": values._COUPLE,
+    "values._NAMING_WORD": values._NAMING_WORD, "party.ALONE": party.ALONE,
+    "party.COUPLE": party.COUPLE,
     "dontcare._ONLY_CARE": dontcare._ONLY_CARE, "detect._IMPLIED_CONFIRM": detect._IMPLIED_CONFIRM,
     "times._WORD_HOUR_AFTER_CUE_RE": times._WORD_HOUR_AFTER_CUE_RE,
 }
@@ -170,14 +171,16 @@ def test_slot_words_table_is_slot_words() -> None:
 def _old_disambiguate(text: str, start: int, candidates: list[str], wf: Workflow,
                       prep_word: str | None = None) -> list[str]:
     """`assign.disambiguate` as it was: a loop over every preposition, the words of each
-    candidate read from its spec (with round 17's reading past an article, which is a
-    change of behaviour, not of form)."""
+    candidate read from its spec (with round 17's reading past an article and round
+    19's two-word role words and cut at another value's phrase, which are changes of
+    behaviour, not of form)."""
     if len(candidates) < 2:
         return candidates
     before = assign.tokens_before(text, start, 4)
-    hits = slot_cues(wf).slots_for(before)
     bare = before[:-1] if before and before[-1] in ("the", "a", "an") else before
-    last = prep_word or (bare[-1] if bare else "")
+    last = prep_word or assign.role_word(bare)
+    run = assign._final_role_run(bare) if last in assign.PREP_HINTS else len(bare)
+    hits = slot_cues(wf).slots_for(before[run:] if run < len(bare) else before)
     for prep, hint_words in assign.PREP_HINTS.items():
         if last == prep:
             for c in candidates:
@@ -192,16 +195,17 @@ def _old_role_decides(text: str, start: int, slot: str, candidates: list[str], w
                       ) -> bool:
     if wf.tools:
         return False
-    before = assign.tokens_before(text, start, 2)
+    before = assign.tokens_before(text, start, 3)
     if before and before[-1] == "the":
         before = before[:-1]
-    hint = assign.PREP_HINTS.get(before[-1]) if before else None
+    hint = assign.PREP_HINTS.get(assign.role_word(before))
     if hint is None:
         return False
     return [c for c in candidates if assign.slot_words(wf.slots[c]) & hint] == [slot]
 
 
-_PREPS = [*assign.PREP_HINTS, "the", "out of", "leaving from", "arrive", "x", "book", "day"]
+_PREPS = [*assign.PREP_HINTS, "the", "out of", "leaving from", "arrive", "arrive at", "x",
+          "book", "day"]
 
 
 @settings(max_examples=300, deadline=None)

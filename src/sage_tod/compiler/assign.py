@@ -49,10 +49,13 @@ def disambiguate(text: str, start: int, candidates: list[str], wf: Workflow,
         return candidates
     before = tokens_before(text, start, 4)
     cues = slot_cues(wf)
-    hits = cues.slots_for(before)
     # past an article, as `role_decides` reads it: "to the Curry Prince"
     bare = before[:-1] if before and before[-1] in _ARTICLES else before
-    last = prep_word or (bare[-1] if bare else "")
+    last = prep_word or role_word(bare)
+    run = _final_role_run(bare) if last in PREP_HINTS else len(bare)
+    # the words of another value's phrase cue nothing here: in "departs from ely to
+    # Cambridge" only "to" is Cambridge's (MultiWOZ val MUL0321 turn 4)
+    hits = cues.slots_for(before[run:] if run < len(bare) else before)
     # the one entry keyed `last` (a loop over PREP_HINTS compared it with every key)
     hint_words = PREP_HINTS.get(last)
     if hint_words is not None:
@@ -66,6 +69,40 @@ def disambiguate(text: str, start: int, candidates: list[str], wf: Workflow,
 
 
 _ARTICLES = frozenset({"the", "a", "an"})
+# a verb of arriving before "at"/"in" makes them "to" ("should arrive at cambridge",
+# "arrives in Kings Lynn"); "out of" is "from" ("a train out of Cambridge")
+_ARRIVING = frozenset({"arrive", "arrives", "arriving", "arrival", "arrived", "reach",
+                       "reaches", "reaching", "land", "lands", "landing"})
+
+
+def role_word(words: list[str]) -> str:
+    """The role preposition that the last of `words` (the words right before a value,
+    past its article) stands for: itself, or "to" / "from" for the two-word forms."""
+    if not words:
+        return ""
+    last = words[-1]
+    if len(words) > 1:
+        if last in ("at", "in", "into") and words[-2] in _ARRIVING:
+            return "to"
+        if last == "of" and words[-2] == "out":
+            return "from"
+    return last
+
+
+def _final_role_run(words: list[str]) -> int:
+    """Where the value's own phrase starts in `words`, which end with a role word: the
+    index after the last word of an earlier phrase that a role word of its own
+    governs ("departs from ely to": 3), else len(words) (nothing to cut)."""
+    i = len(words) - 1
+    while i > 0 and (words[i - 1] in PREP_HINTS or words[i - 1] in _ARRIVING
+                     or (words[i - 1] == "out" and words[i] == "of")):
+        i -= 1  # the run of role words: "leaving from", "arrive at", "out of"
+    head = words[:i]
+    for j, w in enumerate(head):
+        if w in PREP_HINTS and any(x not in PREP_HINTS and x not in _ARTICLES
+                                   for x in head[j + 1:]):
+            return i
+    return len(words)
 
 
 def slot_words(spec: SlotSpec) -> set[str]:
@@ -100,10 +137,10 @@ def role_decides(text: str, start: int, slot: str, candidates: list[str], wf: Wo
     my return flight from Texas to Newark", τ-bench airline task 1)."""
     if wf.tools:
         return False
-    before = tokens_before(text, start, 2)
+    before = tokens_before(text, start, 3)
     if before and before[-1] == "the":
         before = before[:-1]
-    hint = PREP_HINTS.get(before[-1]) if before else None
+    hint = PREP_HINTS.get(role_word(before))
     if hint is None:
         return False
     words = _SLOT_WORDS.of(wf)

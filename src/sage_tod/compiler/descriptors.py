@@ -3,7 +3,8 @@
 Two kinds of value are stated by the shape of the phrase rather than by a
 listed value:
 
-* a free slot about food or cuisine with no value list: the word(s) before
+* a free slot about food or cuisine (its value list, if any, is what the categorical
+  step reads; a cuisine outside it is still a value of a free slot): the word(s) before
   "food", "cuisine", "restaurant(s)" or after "serves", "specialize in"
   ("a high-end Mexican restaurant" -> Mexican). Adjectives of quality, price
   and place are not cuisines ("a great restaurant", "a cheap restaurant").
@@ -60,6 +61,9 @@ _NOT_FOOD = frozenset({
     "interesting", "eat", "real", "quality", "top", "rated", "star", "cambridge",
     "town", "city", "anniversary", "dinner", "lunch", "breakfast", "is", "are", "more",
     "about", "how", "there", "here",
+    # a verb before the cuisine ("serving Welsh food", "I want Polynesian food")
+    "serving", "offering", "offers", "having", "has", "have", "with", "want", "wants",
+    "like", "prefer", "need", "try", "find", "get",
     # a naming verb introduces the name that follows ("its name is called restaurant
     # alimentum"), never a cuisine
     "called", "named", "titled",
@@ -133,7 +137,7 @@ _NOT_AN_ANSWER = frozenset({"yes", "no", "yeah", "nope", "sure", "ok", "okay", "
 
 
 def _food_slots(wf: Workflow) -> list[str]:
-    return [s.name for s in wf.slots.values() if s.type == "free" and not s.values
+    return [s.name for s in wf.slots.values() if s.type == "free"
             and _FOOD_SLOT.search(f"{s.name} {s.description}")]
 
 

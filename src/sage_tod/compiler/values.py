@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from sage_tod.compiler.assign import PREP_HINTS, disambiguate, slot_words
-from sage_tod.compiler.confidence import GUESS, LIKELY
+from sage_tod.compiler.confidence import CERTAIN, GUESS, LIKELY
 from sage_tod.compiler.cues import SlotCues, cue_tokens, domain_words, slot_cues
 from sage_tod.compiler.lexicon import lexicon
 from sage_tod.compiler.mentions import Claims, Mention
@@ -39,6 +39,8 @@ from sage_tod.text.dates import date_key, same_day
 from sage_tod.text.match import Found, find_value
 from sage_tod.text.normalize import basic, tokens_before, tokens_with_spans
 from sage_tod.text.numbers import number_token
+from sage_tod.text.party import SCREEN as PARTY_SCREEN
+from sage_tod.text.party import party_phrases
 from sage_tod.text.places import find_places, is_place_slot, name_spans, same_place
 from sage_tod.text.sentences import Sentence
 from sage_tod.text.times import normalize_time
@@ -52,6 +54,9 @@ _NOT_A_COUNT_AFTER = frozenset({"way", "of", "another", "more", "ago"})
 _AFTER_A_BARE_COUNT = frozenset({"at", "on", "and", "please", "in", "by", "this", "next",
                                  "tonight", "today", "tomorrow", "then", "thanks", "from",
                                  "to", "with", "pm", "am", "for"})
+# what is booked "for N": a bare count after it is the party ("a table for 2")
+_BOOKED_FOR = frozenset({"table", "tables", "reservation", "reservations", "book", "booking",
+                         "reserve", "booked", "reserved", "seat", "seats", "ticket", "tickets"})
 _AGO = frozenset({"ago", "back", "before", "earlier", "old"})
 _TIME_UNITS = frozenset({"year", "years", "month", "months", "week", "weeks", "day", "days",
                          "hour", "hours", "minute", "minutes"})
@@ -156,8 +161,15 @@ def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
             narrowed = disambiguate(text, s, cued, wf) if len(cued) > 1 else cued
             asked = (len(narrowed) == 1 and wf.slots[narrowed[0]].recorded_when_asked
                      and _asks_yes_no(u.sentences, s))
+            # "free wifi": the word right after names the amenity, as sure as the slot
+            # said outright; a cue word further off ("wifi that is free") only narrows,
+            # and a question asks ("do they have free parking?", MultiWOZ val MUL0637
+            # turn 2: the gold records none of 9 such)
+            said_with = len(right) == 1 and narrowed == right and not any(
+                st.start <= s < st.end and st.text.rstrip().endswith("?")
+                for st in u.sentences)
             out.append(Mention(value, tuple(slots), s, e, "asked" if asked else "categorical",
-                               narrowed=tuple(narrowed)))
+                               narrowed=tuple(narrowed), floor=CERTAIN if said_with else None))
             continue
         out.append(Mention(value, tuple(slots), s, e, "categorical"))
     return out
@@ -279,8 +291,6 @@ def counts(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
     toks = u.tokens
     cues = slot_cues(wf)
     party = [sp.name for sp in number_slots if cues.slots_for(["people"]).get(sp.name)]
-    if len(party) == 1:
-        out.extend(_couple(u, party[0], claims))
     for i, (tok, s, e) in enumerate(toks):
         n = number_token(tok)
         if n is None or not claims.free(s, e):
@@ -315,8 +325,15 @@ def counts(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
         elif (len(number_slots) == 1 and i > 0 and toks[i - 1][0] == "for"
               and (not nxt or nxt[0] in _AFTER_A_BARE_COUNT or number_token(nxt[0]))):
             # "for 3 days"/"for two nights" count no people, "a table for 4 at 7" does
-            # "a table for 4": the only count slot, but no cue word: not exact
-            out.append(Mention(n, (number_slots[0].name,), s, e, "number", confidence=GUESS))
+            # "for 4 at 17:15": the only count slot, but no cue word: not exact; what is
+            # booked for it ("a table for 2", "book it for 4", "a reservation for 7 at
+            # 14:00") is a party (MultiWOZ val: ~120 such counts the gold records)
+            booked = any(t in _BOOKED_FOR for t, _, _ in toks[max(0, i - 4):i - 1])
+            out.append(Mention(n, (number_slots[0].name,), s, e, "number",
+                               confidence=1.0 if booked else GUESS))
+    if len(party) == 1:
+        out.extend(_party_phrase(u, party[0], claims,
+                                 any(party[0] in m.slots for m in out)))
     return out
 
 
@@ -338,24 +355,28 @@ def _party_of_us(toks: Sequence[tuple[str, int, int]], i: int) -> bool:
     return after not in _SUBSET_VERBS
 
 
-# the party of the user and one companion: "a room for me and my wife" (not "My husband
-# and I are celebrating our anniversary ...", MultiWOZ val: the search states no party)
-_RELATIVE = (r"(?:wife|husband|partner|girlfriend|boyfriend|friend|son|daughter|mother|father"
-             r"|mom|mum|dad|brother|sister|colleague|fiance|fiancee|spouse)")
-_COUPLE = re.compile(r"(?=[f])"  # its first letters (test_round16_screens)
-                     rf"(?:\bfor (?:me|myself) and my {_RELATIVE}\b"
-                     rf"|\bfor my {_RELATIVE} and (?:me|myself)\b)", re.IGNORECASE)
-
-
-def _couple(u: UserTurn, slot: str, claims: Claims) -> list[Mention]:
-    """"For me and my wife" counts two people, for the workflow's one party-size slot;
-    not in a negated clause, and only where no count is said beside it."""
-    m = _COUPLE.search(u.text)
-    if m is None or not claims.free(m.start(), m.end()):
-        return []
-    if any(number_token(t) is not None for t, _, _ in u.tokens):
-        return []  # "me and my wife and our 3 kids": the count is said otherwise
-    return [Mention("2", (slot,), m.start(), m.end(), "number")]
+def _party_phrase(u: UserTurn, slot: str, claims: Claims, counted: bool) -> list[Mention]:
+    """A party said in words (`text.party`): "just me", "I'll be traveling alone" count
+    one person, "for me and my wife" two, for the workflow's one party-size slot; not in
+    a negated clause ("it won't be just me"). A couple is the party one books for only
+    after "for" (MultiWOZ val: "My husband and I are celebrating our anniversary ..."
+    states no party) and where no number is said ("me and my wife and our 3 kids"); the
+    user alone, where no count of the party is read beside it (`counted`)."""
+    out: list[Mention] = []
+    text = u.text
+    if u.said.isdisjoint(PARTY_SCREEN):
+        return out
+    for p in party_phrases(text):
+        if not claims.free(p.start, p.end) or u.clause_negated(p.start):
+            continue
+        if p.count == "2" and (not text[:p.start].lower().rstrip().endswith("for") or any(
+                number_token(t) is not None for t, _, _ in u.tokens)):
+            continue
+        if p.count == "1" and counted:
+            continue
+        out.append(Mention(p.count, (slot,), p.start, p.end, "number"))
+        break  # the first party the user states
+    return out
 
 
 # words before a time that say it is when the user gets there

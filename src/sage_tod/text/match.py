@@ -27,6 +27,7 @@ from sage_tod.text.normalize import (
     tokens_with_spans,
 )
 from sage_tod.text.numbers import COUNT_NOUNS, NUMBER_WORDS, number_token, read_number
+from sage_tod.text.party import party_phrases
 from sage_tod.text.slot import SlotLike
 from sage_tod.text.times import find_times, normalize_time
 
@@ -54,18 +55,9 @@ class Found:
     key: str
 
 
-# How people state a party size without a number ("just me", "my wife and I"); only for
-# count slots about people
+# count slots about people, for which a party said in words counts (`text.party`)
 _PARTY_SLOT = re.compile(r"people|person|guest|party|passenger|traveller|traveler|seat|ticket",
                          re.IGNORECASE)
-_PARTY_SIZES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("1", re.compile(r"\b(just|only) (me|myself)\b|\bby myself\b|\bon my own\b|"
-                     r"\b(i'?m|i am|i will be|i'?ll be) (alone|travell?ing alone|on my own)\b|"
-                     r"\ba person (eating|dining|travell?ing) alone\b|\bjust for myself\b")),
-    ("2", re.compile(r"\b(the two of us|both of us|me and my (wife|husband|partner|friend|"
-                     r"girlfriend|boyfriend)|my (wife|husband|partner|friend|girlfriend|"
-                     r"boyfriend) and (i|me)|me and a (friend|colleague|partner))\b")),
-)
 
 
 class Reading:
@@ -385,9 +377,7 @@ class ValueQuery:
             out += [Found(m.start(1), m.end(1), n) for m in _GLUED_UNIT.finditer(text)
                     if m.group(2).lower() not in _NOT_UNITS and read_number(m.group(1)) == n]
             if self.party:
-                for count, pattern in _PARTY_SIZES:
-                    out += [Found(m.start(), m.end(), n) for m in pattern.finditer(fold(text))
-                            if count == n]
+                out += [Found(p.start, p.end, n) for p in party_phrases(text) if p.count == n]
             return out
         if self.date is not None:
             d = self.date
