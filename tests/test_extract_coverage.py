@@ -710,6 +710,15 @@ def test_a_cuisine_outside_the_catalogue_is_still_read() -> None:
         ("tuscan", False)]
     assert foods("I 'd like a cheap italian restaurant") == [("italian", True)]
     assert foods("I want a great restaurant in the centre") == []
+    # a request put as a question searches (MultiWOZ val MUL1379 turn 0, MUL2366 turn 2,
+    # MUL0206 turn 3); a question about the entity states no cuisine
+    assert foods("Hi , can you help me find an expensive russian restaurant ?") == [
+        ("russian", False)]
+    assert foods("Thank you , can you also find an Indonesian restaurant for me ?") == [
+        ("indonesian", False)]
+    assert foods("Yes , I am looking for a restaurant in the Centre that serves Polynesian "
+                 "food , can you help me ?") == [("polynesian", False)]
+    assert foods("Is it a Belgian restaurant ?") == []
 
 
 def test_a_bare_reply_to_the_food_question_is_the_cuisine() -> None:

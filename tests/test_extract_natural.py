@@ -216,6 +216,26 @@ def test_an_accepted_offers_repair_points_at_the_offer_and_the_assent() -> None:
         "agent's last turn, accepted at span [0,3] of u_t) into slot restaurant-name")
 
 
+def test_a_repair_quotes_words_that_are_not_the_value() -> None:
+    # damd MUL1598 turn 2: "just myself" is the party of 1; the repair quotes the words, as
+    # for a value said by reference; a value said as written keeps the bare span
+    from sage_tod.evaluation.aggregate import repair_signal
+
+    user = "Lets try Hakka . It will be just myself at 16:45 on tuesday ."
+    turn = _turn("restaurant", user, "", {"restaurant-name": "hakka",
+                                          "restaurant-bookday": "tuesday"})
+    ctx = make_context(_spec(), turn)
+    hints = {c.args.slot: repair_signal(c, ctx) for c in compile_turn(ctx)
+             if isinstance(c.args, IUVArgs)}
+    at = user.index("just myself")
+    assert hints["restaurant-bookpeople"] == (
+        f"record value '1' (said as 'just myself' at span [{at},{at + 11}] of u_t) into slot "
+        "restaurant-bookpeople")
+    at = user.index("16:45")
+    assert hints["restaurant-booktime"] == (
+        f"record value '16:45' (span [{at},{at + 5}] of u_t) into slot restaurant-booktime")
+
+
 def test_yes_to_a_booking_offer_takes_the_name_called() -> None:
     # MUL0080 turn 1
     acc = find_acceptance(_turn(

@@ -33,6 +33,7 @@ _LOOKAHEADS = {
     "descriptors._WANT_AMENITY": descriptors._WANT_AMENITY,
     "descriptors._AFTER_VERB": descriptors._AFTER_VERB,
     "descriptors._ASKS_FOOD": descriptors._ASKS_FOOD,
+    "descriptors._REQUEST": descriptors._REQUEST,
     "offers._BOOKING_WORDS": offers._BOOKING_WORDS, "offers._REFUSE": offers._REFUSE,
     "values._NAMING_WORD": values._NAMING_WORD, "party.ALONE": party.ALONE,
     "party.COUPLE": party.COUPLE,

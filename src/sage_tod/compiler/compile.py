@@ -40,6 +40,7 @@ from sage_tod.contracts.criteria import (
 from sage_tod.contracts.spec import SpecBundle
 from sage_tod.text.booleans import is_dontcare, normalize_boolean
 from sage_tod.text.match import find_value
+from sage_tod.text.normalize import basic
 
 
 def _span(source: str, text: str, start: int | None, end: int | None) -> Span | None:
@@ -299,6 +300,11 @@ def _repair_iuv(c: Criterion, ctx: TurnContext) -> str:
         if named:
             where = (f" (said as {c.evidence.text!r} at span [{c.evidence.start},"
                      f"{c.evidence.end}] of u_t: {named})")
+    elif c.evidence is not None and basic(c.evidence.text) != basic(a.value):
+        # the words are not the value ("dining alone" for 1, "two" for 2, "don't mind"
+        # for dontcare): say them, so the developer sees what the tracker had to read
+        where = (f" (said as {c.evidence.text!r} at span [{c.evidence.start},"
+                 f"{c.evidence.end}] of u_t)")
     slot = a.slot if len(a.candidates) == 1 else " or ".join(a.candidates)
     return f"record value {a.value!r}{where} into slot {slot}"
 

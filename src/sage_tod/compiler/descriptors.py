@@ -73,6 +73,16 @@ _NOT_FOOD = frozenset({
 _SEARCHES = re.compile(r"^\s*(?:(?:ok|okay|well|hmm|then)\s*,?\s+)?(?:are there(?: any)?"
                        r"|is there(?: any| an?)?|do you have(?: any| an?)?|are any|how about"
                        r"|what about|any)\b", re.IGNORECASE)
+# a request put as a question, or a wish with "can you help me?" after it: it asks the
+# agent to search, so its cuisine is a constraint too ("can you help me find an expensive
+# russian restaurant ?", "Do you know where I may get some chinese food ?", MultiWOZ val
+# MUL1379 turn 0 and PMUL0739 turn 4)
+_REQUEST = re.compile(
+    r"(?=[cdhiw])"  # its first letters (test_round16_screens)
+    r"(?:\b(?:can|could|would|will) you(?: please)?(?: also)?(?: help me)?(?: to)?"
+    r" (?:find|look|locate|search|get|recommend|suggest|tell me if|check if)\b"
+    r"|\bdo you know (?:where|if|of)\b|\bhelp me (?:find|look|locate|search)\b"
+    r"|\b(?:i am|i'm|i 'm) looking for\b)", re.IGNORECASE)
 # a bare answer to the agent's question about the food: "British ?" or "thai , please ."
 # to "what type of food are you hungry for?" (MultiWOZ PMUL4756 turn 3)
 _BARE_ANSWER = re.compile(
@@ -185,7 +195,8 @@ def _read_descriptors(turn: UserTurn | Turn, wf: Workflow) -> list[Mention]:
         if len(out) >= 8:
             break  # a long utterance may repeat a phrase thousands of times
         asks = sent.text.rstrip().endswith("?")
-        if asks and not (foods and _SEARCHES.match(sent.text)):
+        if asks and not (foods and (_SEARCHES.match(sent.text)
+                                    or _REQUEST.search(sent.text))):
             continue
         if foods:
             for pattern in (_BEFORE_HEAD, _AFTER_VERB):
