@@ -473,7 +473,8 @@ def test_a_search_question_states_its_constraints() -> None:
             "the north with free wifi ?")
     found = _by_slot(_extract("hotel", user, state={"hotel-pricerange": "cheap",
                                                     "hotel-area": "north"}), "hotel-type")
-    assert [(e.value, e.exact) for e in found] == [("guesthouse", False)]
+    # a constraint of a search, as sure as in a statement (round 20; S2 read it before)
+    assert [(e.value, e.exact) for e in found] == [("guesthouse", True)]
     assert user[found[0].start:found[0].end] == "guesthouses"
     # MUL1008 turn 4: a search of another workflow ("attractions") fills no hotel slot
     other = _extract("hotel", "And that is a 2 star hotel , correct ?   Are there any "
@@ -603,16 +604,16 @@ def test_a_list_of_names_offers_several() -> None:
 def test_a_question_among_the_listed_options_searches() -> None:
     # MultiWOZ validation: "Are any of them in the moderate price range ?" (the gold adds
     # hotel-pricerange = moderate): "any of them" narrows the options the agent listed, so
-    # its value is a constraint, for S2 to read (not sure)
+    # its value is a constraint, as sure as in a statement (round 20; S2 read it before)
     options = "I have 5 guesthouses in the north . Would you like one of those ?"
     found = _by_slot(_extract("hotel", "Are any of them in the moderate price range ?",
                               options), "hotel-pricerange")
-    assert [(e.value, e.exact) for e in found] == [("moderate", False)]
+    assert [(e.value, e.exact) for e in found] == [("moderate", True)]
     # SNG0767 turn 1 (development): "either of those" likewise
     found = _by_slot(_extract("hotel", "Do either of those have 4 stars ?", "There are two "
                               "hotels in the north part of town in the moderate price range "
                               ", does that price range work for you ?"), "hotel-stars")
-    assert [(e.value, e.exact) for e in found] == [("4", False)]
+    assert [(e.value, e.exact) for e in found] == [("4", True)]
     # "all of them" asks about the options and narrows nothing; a question about one
     # entity states nothing either
     assert _by_slot(_extract("hotel", "Are all of them in the moderate price range ?",

@@ -51,6 +51,9 @@ class _Open(Claims):
     def free(self, start: int, end: int, source: str = "") -> bool:
         return True
 
+    def extracted(self) -> tuple[Extraction, ...]:
+        return ()
+
 
 # the corpus turns the priority tests read
 _MUSEUM = _turn("attraction", "Yes I would like to go the Fitzwilliam Museum .   Can you give "

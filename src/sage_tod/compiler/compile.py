@@ -146,8 +146,10 @@ def _iuv(ctx: TurnContext) -> list[Criterion]:
         # recorded in a candidate slot, or in a slot of the workflow that could hold it (the
         # extractor may have picked the wrong sibling): not ignored; a slot its role word
         # chose must hold it itself (`Extraction.role_decided`: "going to Cambridge" with
-        # Cambridge held as the departure is ignored, MultiWOZ PMUL1812 turn 3)
-        may = ex.candidates if ex.role_decided else _may_hold(ctx, ex.candidates, ex.value)
+        # Cambridge held as the departure is ignored, MultiWOZ PMUL1812 turn 3); so must
+        # the slot of a value read from a name, which the name holds by construction
+        own = ex.role_decided or ex.source == "named_value"
+        may = ex.candidates if own else _may_hold(ctx, ex.candidates, ex.value)
         if any(_holds(ctx, s, ex.readings) for s in may):
             continue
         slots = " or ".join(ex.candidates)

@@ -34,6 +34,7 @@ from sage_tod.compiler.descriptors import find_descriptors
 from sage_tod.compiler.dontcare import find_waivers
 from sage_tod.compiler.entity_words import entity_words
 from sage_tod.compiler.mentions import Claims, Extraction, Mention
+from sage_tod.compiler.name_heads import name_heads
 from sage_tod.compiler.names import find_typed_names
 from sage_tod.compiler.offers import find_acceptance
 from sage_tod.compiler.references import find_references
@@ -79,6 +80,7 @@ READERS: tuple[Reader, ...] = plan((
     Reader(_waivers, ("dontcare",)),
     Reader(_acceptance, ("accepted_offer",)),
     Reader(find_references, ("same_as",)),
+    Reader(name_heads, ("named_value",)),
 ))
 
 

@@ -38,6 +38,8 @@ Source = Literal[
     "accepted_offer",  # the one name the agent offered, taken by the user
     "same_as",         # another workflow's value, by reference: "the same area as the
                        # hotel", "from the restaurant"
+    "named_value",     # a value a name the user says ends with ("Clare College": college),
+                       # for a slot whose spec records it (`recorded_from_names`)
 ]
 SOURCES: tuple[Source, ...] = get_args(Source)
 
@@ -80,6 +82,10 @@ class Claims(Protocol):
     def free(self, start: int, end: int, source: str = "") -> bool:
         """No claimed span overlaps [start, end), and the offset is not inside a
         question about an entity, unless `source` may be read there."""
+        ...
+
+    def extracted(self) -> tuple[Extraction, ...]:
+        """The extractions the mentions of higher-ranked sources have become."""
         ...
 
 

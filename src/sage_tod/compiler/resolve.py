@@ -41,10 +41,10 @@ Each source has one step (`_STEPS`):
   anything else is `_add`ed;
 - `_waive` (`dontcare`): kept when its span is unclaimed, as the reader found it (a
   waiver reads its own clause, negation included);
-- `fill_open` (`accepted_offer`, `same_as`): kept only when no extraction holds its slot
-  (a name the user types wins over the one the agent offered; a value said wins over
-  "the same day"); it claims nothing (its span is the assent or the reference, not the
-  value).
+- `fill_open` (`accepted_offer`, `same_as`, `named_value`): kept only when no
+  extraction holds its slot (a name the user types wins over the one the agent offered;
+  a value said wins over "the same day" and over the type a name ends with); it claims
+  nothing (its span is the assent, the reference or the name, not the value alone).
 
 Last, `_drop_alternatives`: of values of one slot joined by "or", one of which s_t
 records, only that one stays ("Italian or Indian" with food = indian); and
@@ -104,6 +104,9 @@ PRIORITY: tuple[Priority, ...] = (
              " when nothing the user said fills its slot"),
     Priority(("same_as",), "the value is in another workflow's slot, said as \"the same"
              " area\": taken only when nothing the user said or took fills its slot"),
+    Priority(("named_value",), "a value a name ends with (\"Clare College\"), where the spec"
+             " records it: read from the names already extracted, so last; taken only when"
+             " nothing else fills its slot"),
 )
 
 RANK: Mapping[Source, int] = {src: rank for rank, row in enumerate(PRIORITY)
@@ -177,6 +180,9 @@ class _Resolution(Claims):
                 or (source in _SHAPE_SOURCES and inside(u.search_questions, start))
                 or inside(u.entity_searches, start) or source in _IN_QUESTIONS)
 
+    def extracted(self) -> tuple[Extraction, ...]:
+        return tuple(self.out)
+
     def add(self, m: Mention) -> None:
         u, s = self.u, m.start
         if not m.slots or not self.free(s, m.end, m.source) or u.negated(s):
@@ -185,7 +191,11 @@ class _Resolution(Claims):
         floor, confidence = m.floor, m.confidence
         if source == "asked":  # asked about, and the spec records what is asked: sure
             source, floor = "categorical", max(floor or 0.0, EXACT)
-        elif inside(u.entity_questions, s):  # in a searching question: a constraint, not sure
+        elif inside(u.entity_questions, s) and not inside(u.entity_searches, s):
+            # in a question about an entity, a value the reader may read there is a
+            # constraint at most, not sure; in a search for this workflow's entities
+            # ("Are there any restaurants in the Centre that serve British food?") it is
+            # stated as surely as in "I want a restaurant in the centre"
             floor = None
             confidence = min(confidence, LIKELY)
         cands = list(m.slots)
@@ -245,6 +255,7 @@ _STEPS: Mapping[Source, _Step] = {
     "dontcare": _Resolution.waive,
     "accepted_offer": _Resolution.fill_open,
     "same_as": _Resolution.fill_open,
+    "named_value": _Resolution.fill_open,
 }
 
 

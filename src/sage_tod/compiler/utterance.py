@@ -53,9 +53,20 @@ _SEARCH_QUESTION = re.compile(
 _WHAT_QUESTION = re.compile(r"^\s*(what'?s|what is|what are|what will|could you tell me|"
                             r"can you tell me)\b", re.IGNORECASE)
 # "Are there any cheap guesthouses in the north?": a search for entities with these
-# values, so its categorical values are constraints too (not sure ones: S2 reads them)
+# values, so its values are constraints, stated as surely as in a statement; so is a
+# search put as a question about what exists ("Is there one that leaves after 11:15?",
+# "Do you know of any afghan restaurants in the centre?", "Can you tell me if there are
+# any cinemas in the west part of town?") and a question whether a booking can be had
+# ("Is it available for a 5 night stay for 2 on Wednesday?", "Do they have room on that
+# same day at 14:45?"), whose values are the booking's
 _SEARCH_FOR_ENTITIES = re.compile(
     r"^\s*(?:are there any|are there|is there any|is there an?|do you have any|do you have an?"
+    r"|is there (?:one|anything|something|anywhere|somewhere)"
+    r"|do you have (?:one|anything|something|anywhere)|do you know of (?:any|an?)"
+    r"|(?:can|could) you (?:tell me|check|see|find out|let me know) (?:if|whether) there"
+    r" (?:is|are)"
+    r"|(?:is|would) (?:it|that|this|there) (?:be )?available"
+    r"|(?:do|does|would) (?:they|you|it) have (?:room|availability|space|a table|a room)"
     r"|are any|" + _AMONG + r")\b", re.IGNORECASE)
 # a negation anywhere in a clause ("It doesn't need to have free parking")
 _NEGATION = re.compile(r"\b(?:not|no|never|without|nt|n't|dont|doesnt|isnt)\b|n't\b",

@@ -61,6 +61,14 @@ class SlotSpec(BaseModel):
     # yes/no question ("Do they have free internet?") counts as stated (MultiWOZ records
     # the amenities asked about; SGD does not)
     recorded_when_asked: bool = False
+    # a corpus convention, off by default: a value of this slot that is also the word the
+    # workflow is named by ("a hotel" for hotel-type = hotel) counts as stated; off, the
+    # word names the task, not a value, unless contrasted ("a hotel, not a guesthouse")
+    recorded_from_task_word: bool = False
+    # a corpus convention, off by default: a value of this slot that ends the name of an
+    # entity the user names ("Clare College" for attraction-type = college) counts as
+    # stated; off, a word inside a name is part of the name
+    recorded_from_names: bool = False
 
     @field_validator("name")
     @classmethod
