@@ -753,38 +753,39 @@ def test_the_party_screen_holds_a_token_of_every_phrase(words: list[str]) -> Non
 
 # -- a search for this workflow's entities states its values ---------------------------------
 
-def test_the_values_of_a_search_for_the_workflows_entities_are_sure() -> None:
-    # MultiWOZ val PMUL0318 turn 1 and MUL0051 turn 1: the gold records the area of both
-    for wf, user, slot, value in (
-            ("restaurant", "Are there any restaurants in the Centre that serve British food ?",
-             "restaurant-area", "centre"),
-            ("hotel", "I do not . Are any of those places located in the centre ?",
-             "hotel-area", "centre")):
+def _assert_sure(cases: tuple[tuple[str, str, str, str], ...]) -> None:
+    """Each (workflow, user turn, slot, value) raises an IUV criterion S1 decides."""
+    for wf, user, slot, value in cases:
         found = {(a.slot, a.value): a.confidence >= EXACT for a in _iuv(_turn(wf, user))}
         assert found.get((slot, value)) is True, (user, found)
+
+
+def test_the_values_of_a_search_for_the_workflows_entities_are_sure() -> None:
+    # MultiWOZ val PMUL0318 turn 1 and MUL0051 turn 1: the gold records the area of both
+    _assert_sure((
+        ("restaurant", "Are there any restaurants in the Centre that serve British food ?",
+         "restaurant-area", "centre"),
+        ("hotel", "I do not . Are any of those places located in the centre ?",
+         "hotel-area", "centre")))
 
 
 def test_a_search_put_as_a_question_about_what_exists_states_its_values() -> None:
     # MultiWOZ val PMUL2762 turn 0, PMUL4686 turn 1, MUL1326 turn 0; the gold records each
-    for wf, user, slot, value in (
-            ("attraction", "Can you tell me if there are any cinemas in the west part of town ?",
-             "attraction-area", "west"),
-            ("train", "Is there one that leaves after 11:15 ?", "train-leaveat", "11:15"),
-            ("restaurant", "Do you know of any afghan restaurants in the centre ?",
-             "restaurant-area", "centre")):
-        found = {(a.slot, a.value): a.confidence >= EXACT for a in _iuv(_turn(wf, user))}
-        assert found.get((slot, value)) is True, (user, found)
+    _assert_sure((
+        ("attraction", "Can you tell me if there are any cinemas in the west part of town ?",
+         "attraction-area", "west"),
+        ("train", "Is there one that leaves after 11:15 ?", "train-leaveat", "11:15"),
+        ("restaurant", "Do you know of any afghan restaurants in the centre ?",
+         "restaurant-area", "centre")))
 
 
 def test_a_question_whether_a_booking_can_be_had_states_the_booking() -> None:
     # MultiWOZ val PMUL2724 turn 2 and PMUL0432 turn 6: the gold records the day and time
-    for wf, user, slot, value in (
-            ("hotel", "Is it available for a 5 night stay for 2 on Wednesday ?",
-             "hotel-bookday", "Wednesday"),
-            ("restaurant", "Do they have room on that same day at 14:45 ?",
-             "restaurant-booktime", "14:45")):
-        found = {(a.slot, a.value): a.confidence >= EXACT for a in _iuv(_turn(wf, user))}
-        assert found.get((slot, value)) is True, (user, found)
+    _assert_sure((
+        ("hotel", "Is it available for a 5 night stay for 2 on Wednesday ?",
+         "hotel-bookday", "Wednesday"),
+        ("restaurant", "Do they have room on that same day at 14:45 ?",
+         "restaurant-booktime", "14:45")))
 
 
 def test_a_question_about_the_entity_still_states_nothing_surely() -> None:
