@@ -60,7 +60,7 @@ def name_heads(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
         said = u.text[ex.start:ex.end]
         taken: set[str] = set()
         for slot, value, form in heads:
-            if slot in taken or len(name) <= len(form) or not name.endswith(" " + form):
+            if slot in taken or not name.endswith(" " + form):
                 continue
             taken.add(slot)
             # the value's words at the end of the span, where the text ends with them

@@ -122,11 +122,8 @@ def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
     named = find_typed_names(u, wf) if by_span else []
     for (s, e), (value, slots) in sorted(by_span.items()):
         near = [t for t, ts, te in toks if te <= s][-3:] + [t for t, ts, te in toks if ts >= e][:3]
-        if any(_compact(value) == _compact(after[c]) and basic(value) != basic(after[c])
-               for c in slots if c in after):
-            continue  # "nightclub" recorded as "night club"
-        by_task_word = any(wf.slots[c].recorded_from_task_word for c in slots)
-        if basic(value) in generic and not by_task_word and not (
+        if basic(value) in generic and not any(
+                wf.slots[c].recorded_from_task_word for c in slots) and not (
                 set(near) & _CONTRAST and _other_value_said(
                 text, value, slots, wf)) and not _other_value_offered(u, value, slots, wf, s):
             # "book the hotel", "a cheap hotel": the workflow's own name refers to the
@@ -135,6 +132,9 @@ def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
             # ("I really need a hotel in the west please." to "I found a guest house
             # listing", MultiWOZ PMUL2859 turn 4)
             continue
+        if any(_compact(value) == _compact(after[c]) and basic(value) != basic(after[c])
+               for c in slots if c in after):
+            continue  # "nightclub" recorded as "night club"
         if _inside_recorded_name(text, s, e, value, after):
             continue  # "park" in "sheep's green and lammas land park"
         if any(n.start <= s and e <= n.end and (n.start, n.end) != (s, e) for n in named):
