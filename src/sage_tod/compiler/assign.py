@@ -75,17 +75,41 @@ _ARRIVING = frozenset({"arrive", "arrives", "arriving", "arrival", "arrived", "r
                        "reaches", "reaching", "land", "lands", "landing"})
 
 
+# verbs of setting off: "for" after one names where to ("leaving friday for broxbourne",
+# "departing Cambridge for Stevenage", "bound for Cambridge")
+_SETTING_OFF = frozenset({"leave", "leaves", "leaving", "depart", "departs", "departing",
+                          "bound", "headed", "heading", "travelling", "traveling"})
+# nouns that name a role, and the role preposition they stand for when a copula joins
+# them to the value ("my destination is Cambridge", "my departure site is Cambridge",
+# "the pickup location will be the Copper Kettle", "my arrival time is 17:00")
+_ROLE_NOUNS: Mapping[str, str] = {"destination": "to", "dropoff": "to", "arrival": "to",
+                                  "departure": "from", "origin": "from", "pickup": "from"}
+_COPULAS = frozenset({"is", "be", "'s", "was"})
+_COMING = frozenset({"coming", "come", "comes"})
+
+
 def role_word(words: list[str]) -> str:
     """The role preposition that the last of `words` (the words right before a value,
-    past its article) stands for: itself, or "to" / "from" for the two-word forms."""
+    past its article) stands for: itself, or "to" / "from" for the forms of more words:
+    "arrive at", "out of", "into", "leaving for", "my destination is"."""
     if not words:
         return ""
     last = words[-1]
+    if last == "into" and not (len(words) > 1 and words[-2] in _COMING):
+        # "a train into Cambridge", "heading into Leicester"; "I'm coming into Stansted
+        # Airport and want to go to Cambridge" (MultiWOZ SNG0317) leaves from it
+        return "to"
     if len(words) > 1:
-        if last in ("at", "in", "into") and words[-2] in _ARRIVING:
+        if last in ("at", "in") and words[-2] in _ARRIVING:
             return "to"
         if last == "of" and words[-2] == "out":
             return "from"
+        if last == "for" and any(w in _SETTING_OFF for w in words[-4:-1]):
+            return "to"
+        if last in _COPULAS:
+            for w in reversed(words[-3:-1]):
+                if w in _ROLE_NOUNS:
+                    return _ROLE_NOUNS[w]
     return last
 
 
@@ -137,7 +161,7 @@ def role_decides(text: str, start: int, slot: str, candidates: list[str], wf: Wo
     my return flight from Texas to Newark", τ-bench airline task 1)."""
     if wf.tools:
         return False
-    before = tokens_before(text, start, 3)
+    before = tokens_before(text, start, 4)
     if before and before[-1] == "the":
         before = before[:-1]
     hint = PREP_HINTS.get(role_word(before))

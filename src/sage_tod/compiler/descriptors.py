@@ -62,11 +62,15 @@ _NOT_FOOD = frozenset({
     "town", "city", "anniversary", "dinner", "lunch", "breakfast", "is", "are", "more",
     "about", "how", "there", "here",
     # a verb before the cuisine ("serving Welsh food", "I want Polynesian food")
-    "serving", "offering", "offers", "having", "has", "have", "with", "want", "wants",
+    "serving", "offer", "offering", "offers", "having", "has", "have", "with", "want", "wants",
     "like", "prefer", "need", "try", "find", "get",
     # a naming verb introduces the name that follows ("its name is called restaurant
     # alimentum"), never a cuisine
     "called", "named", "titled",
+    # the words of another slot or of a place ("a moderate price restaurant", "a centrally
+    # located restaurant") and a pronoun ("a restaurant that serves it")
+    "price", "range", "located", "situated", "it", "them", "one", "ones", "something",
+    "anything", "or",
     })
 # a question that searches for entities with the cuisine ("How about Italian restaurants?",
 # "Are there any Japanese restaurants in the centre?"): its cuisine is a constraint
@@ -110,9 +114,28 @@ def _descriptor(value: str, slots: tuple[str, ...], start: int, end: int, confid
 
 
 def _comparative(word: str) -> bool:
-    """"cheaper", "nicer", "certain": a degree or a determiner, not a cuisine."""
+    """"cheaper", "nicest", "certain", "centrally": a degree of an adjective, a determiner
+    or an adverb, not a cuisine. A degree is an adjective's stem with "er" or "est"
+    ("cheap", "nic(e)", "bigg" → "big", "fanci" → "fancy"), so "kosher" and
+    "crossover", which end alike, stay cuisines."""
     w = word.lower()
-    return (len(w) > 4 and w.endswith(("er", "est"))) or w in {"certain", "particular"}
+    if w in {"certain", "particular"} or (len(w) > 4 and w.endswith("ly")):
+        return True
+    for suffix in ("est", "er"):
+        if len(w) > len(suffix) + 2 and w.endswith(suffix):
+            stem = w[:-len(suffix)]
+            forms = {stem, stem + "e", stem[:-1] + "y"}
+            if len(stem) > 2 and stem[-1] == stem[-2]:
+                forms.add(stem[:-1])  # "bigger"
+            return bool(forms & _GRADED)
+    return False
+
+
+# adjectives whose degrees a request may use ("a cheaper restaurant", "the nearest one")
+_GRADED = frozenset({"cheap", "nice", "good", "great", "fancy", "pricy", "pricey", "big",
+                     "small", "close", "near", "far", "high", "low", "fine", "late", "early",
+                     "quick", "fast", "quiet", "busy", "tasty", "healthy", "fresh", "new",
+                     "posh", "classy", "swanky", "upscale", "lovely", "decent", "popular"})
 
 
 def _bare_cuisine(u: UserTurn, first: Sentence) -> tuple[str, int] | None:
@@ -204,6 +227,12 @@ def _read_descriptors(turn: UserTurn | Turn, wf: Workflow) -> list[Mention]:
                     words = m.group(1).split()
                     while words and words[0].lower() in _NOT_FOOD:
                         words.pop(0)
+                    if pattern is _AFTER_VERB:
+                        # what a verb serves ends at a function word ("serving barbeque
+                        # in the centre"); the words before a head noun run up to it
+                        cut = next((i for i, w in enumerate(words) if w.lower() in _NOT_FOOD),
+                                   len(words))
+                        words = words[:cut]
                     if not words or any(w.lower() in _NOT_FOOD or _comparative(w)
                                         for w in words):
                         continue
@@ -213,7 +242,7 @@ def _read_descriptors(turn: UserTurn | Turn, wf: Workflow) -> list[Mention]:
                         continue
                     out.append(_descriptor(basic(value), (foods[0],), start,
                                            start + len(value),
-                                           LIKELY if len(foods) == 1 else SPLIT))
+                                           CERTAIN if len(foods) == 1 else SPLIT))
         if yes and not asks:
             for m in _WANT_AMENITY.finditer(text, sent.start, sent.end):
                 if u.clause_negated(m.start()):

@@ -116,6 +116,12 @@ def detect_requests(turn: Turn, wf: Workflow) -> list[Request]:
                 s, e = _cue_span(text, slot, wf)
                 out.append(Request((slot,), s, e, "agent_acts"))
         return out
+    return requests_in_text(text, wf)
+
+
+def requests_in_text(text: str, wf: Workflow) -> list[Request]:
+    """Slots an agent's utterance asks for, read from its words (`detect_requests`
+    without dataset acts; the extractor reads the last agent turn's with it)."""
     cues = slot_cues(wf)
     found: list[Request] = []
     for sent in sentences(text):

@@ -73,6 +73,8 @@ _NOT_A_NAME = frozenset({"a", "an", "some", "any", "something", "somewhere", "pl
                          "tickets", "options", "other", "another", "all", "everything",
                          "there", "i", "cambridge", "town", "the"})
 _CLAUSE = re.compile(r"[,.;:!?()]")
+# the head noun a capitalised word modifies: "Crossover food" names a cuisine, no entity
+_MODIFIER_OF = re.compile(r"\s+(?:food|cuisine|cuisines|dishes)\b", re.IGNORECASE)
 _WINDOW = 120  # characters a name may span after its cue
 _MAX_NAMES = 8  # names read per utterance (a long utterance may repeat a cue many times)
 # a reply's first word that answers rather than names ("Yes.", "Thanks.", "Great,")
@@ -172,6 +174,8 @@ def _typed_names(u: UserTurn, wf: Workflow) -> list[Mention]:
             if span is None:
                 continue
             value = text[span[0]:span[1]]
+            if _MODIFIER_OF.match(text, span[1]):
+                continue  # "looking for Crossover food": a cuisine, said as a modifier
             key = basic(value)
             words = key.split()
             # "the Cambridge Punter", "called all saints church": a word that alone is no

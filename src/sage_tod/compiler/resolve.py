@@ -206,6 +206,10 @@ class _Resolution(Claims):
             narrowed = disambiguate(u.text, s, cands, self.wf)
             by_role = len(narrowed) == 1 < len(cands) and role_decides(
                 u.text, s, narrowed[0], cands, self.wf)
+            if len(narrowed) > 1 and (answered := u.answered(self.wf, s, narrowed)) is not None:
+                # a bare answer to the agent's question for one of them ("And what is
+                # your destination?" - "London Liverpool Street."): as sure as a role word
+                narrowed, by_role = [answered], True
         conf = _confidence(len(narrowed), len(narrowed) < len(cands) and not by_role)
         if floor is not None:
             conf = max(conf, floor)

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
+from sage_tod.compiler.cues import cue_tokens, slot_cues
+from sage_tod.compiler.detect import requests_in_text
 from sage_tod.compiler.entity_words import EntityWords
 from sage_tod.compiler.mentions import Mention
-from sage_tod.contracts.spec import SpecBundle
+from sage_tod.contracts.spec import SpecBundle, Workflow
 from sage_tod.contracts.turns import Turn
 from sage_tod.text.dates import DateMention, find_dates
 from sage_tod.text.match import find_value, is_negated, text_tokens
@@ -68,6 +70,26 @@ _SEARCH_FOR_ENTITIES = re.compile(
     r"|(?:is|would) (?:it|that|this|there) (?:be )?available"
     r"|(?:do|does|would) (?:they|you|it) have (?:room|availability|space|a table|a room)"
     r"|are any|" + _AMONG + r")\b", re.IGNORECASE)
+# a yes/no question about the entity at hand, embedded in a request ("Also find out if
+# they offer vegetarian dishes.", "Can you check whether the hotel has parking?"): it
+# asks, as a question about the entity does; "check if there are any ..." searches, and
+# "see if they have an opening at 14:30" asks for a booking, whose values it states
+_EMBEDDED_QUESTION = re.compile(
+    r"(?=[acfkstvw])"  # its first letters
+    r"\b(?:find out|check|see|know|tell me|ask|wondering|wonder|confirm|verify)\s+"
+    r"(?:if|whether)\s+(?:they|it|its|it's|the|that|this|those|these)\b"
+    r"(?![^.!?]*\b(?:available|availability|opening|openings|vacancy|vacancies|room for"
+    r"|space for|a table|seats|tickets|book|booking|reserve|reservation|accommodate)\b)",
+    re.IGNORECASE)
+# what may come before a bare answer's value (`UserTurn.answered`): an acknowledgement,
+# "just", "it is", an article
+_BARE_ANSWER = re.compile(
+    r"\s*(?:(?:yes|yeah|ok|okay|sure|um|uh|oh|well|hmm)\s*[,.!]?\s+)?(?:(?:just|only)\s+)?"
+    r"(?:(?:it|that|this)\s*(?:is|'s| 's|will be|'ll be|would be)\s+)?(?:the\s+)?\Z",
+    re.IGNORECASE)
+# conjunctions after which a clause has its own polarity (`UserTurn.clause_negated`)
+_OWN_POLARITY = re.compile(r"\b(?:but|as long as|so long as|provided|although|though"
+                           r"|however|just)\b", re.IGNORECASE)
 # a negation anywhere in a clause ("It doesn't need to have free parking")
 _NEGATION = re.compile(r"\b(?:not|no|never|without|nt|n't|dont|doesnt|isnt)\b|n't\b",
                        re.IGNORECASE)
@@ -120,6 +142,7 @@ class UserTurn:
         self._entity_questions: Spans | None = None
         self._search_questions: Spans | None = None
         self._entity_searches: Spans | None = None
+        self._asked: dict[str, tuple[tuple[frozenset[str], frozenset[str]], ...]] = {}
 
     @staticmethod
     def of(turn: Turn | UserTurn) -> UserTurn:
@@ -137,6 +160,39 @@ class UserTurn:
         """The agent's turn before u_t ("" at the start of a dialogue)."""
         history = self.turn.history or ()
         return history[-1].agent if history else ""
+
+    def asked(self, wf: Workflow) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+        """The requests of the agent's last turn ("And what is your destination?", "How
+        many tickets would you like?", `detect.requests_in_text`), each as the slots of
+        `wf` it asks for and the slots any cue word of its sentence points at (a request
+        detected for one slot may name another: "departure" cues the leaving time too,
+        so "What are your departure and destination stations?" is read as a request for
+        the destination alone): what a bare answer in u_t gives."""
+        got = self._asked.get(wf.id)
+        if got is None:
+            agent, cues = self.last_agent, slot_cues(wf)
+            got = self._asked[wf.id] = tuple(
+                (frozenset(r.candidates),
+                 frozenset(cues.slots_for(cue_tokens(agent[r.start:r.end]))))
+                for r in requests_in_text(agent, wf))
+        return got
+
+    def answered(self, wf: Workflow, start: int, slots: Iterable[str]) -> str | None:
+        """The one of `slots` a bare answer at `start` gives: the value opens u_t
+        ("London Liverpool Street.", "It is leicester.", "Just one, please.") and the
+        agent's last turn asked for that slot in a sentence whose words point at no
+        other of them. A tool agent's workflow is left out, as in `assign.role_decides`:
+        its user answers with the records that exist."""
+        if wf.tools or not _BARE_ANSWER.match(self.text, 0, start):
+            return None
+        among = set(slots)
+        hits = {slot for asked, _ in self.asked(wf) for slot in asked if slot in among}
+        if len(hits) != 1:
+            return None
+        slot = next(iter(hits))
+        if any(slot in asked and (cued & among) - {slot} for asked, cued in self.asked(wf)):
+            return None  # "Where are you going to and from?": both roles asked
+        return slot
 
     @property
     def sentences(self) -> tuple[Sentence, ...]:
@@ -198,15 +254,26 @@ class UserTurn:
         value ("free parking"), where the negation may sit far before the value."""
         text = self.text
         clause = text[max(0, at - 120, self.clause_start(at)):at]
+        # "That doesn't matter as long as it has free wifi", "I'm not picky but it should
+        # have free WiFi": a conjunction opens a clause of its own polarity
+        opens = [m.end() for m in _OWN_POLARITY.finditer(clause)]
+        if opens:
+            clause = clause[opens[-1]:]
         return bool(_NEGATION.search(clause)) or is_negated(text, at)
 
     @property
     def entity_questions(self) -> Spans:
-        """The sentences that ask about an entity ("is it in the north?"): their values
-        state nothing."""
+        """The sentences that ask about an entity ("is it in the north?"), and the rest of
+        a sentence from a question about it embedded in a request ("find out if they
+        offer vegetarian dishes"): their values state nothing."""
         if self._entity_questions is None:
-            self._entity_questions = [(s.start, s.end) for s in self.sentences
-                                      if _QUESTION_ABOUT_ENTITY.match(s.text)]
+            out: Spans = []
+            for s in self.sentences:
+                if _QUESTION_ABOUT_ENTITY.match(s.text):
+                    out.append((s.start, s.end))
+                elif (m := _EMBEDDED_QUESTION.search(s.text)) is not None:
+                    out.append((s.start + m.start(), s.end))
+            self._entity_questions = out
         return self._entity_questions
 
     @property

@@ -121,8 +121,9 @@ def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
     cues = slot_cues(wf)
     named = find_typed_names(u, wf) if by_span else []
     for (s, e), (value, slots) in sorted(by_span.items()):
-        near = [t for t, ts, te in toks if te <= s][-3:] + [t for t, ts, te in toks if ts >= e][:3]
-        if basic(value) in generic and not any(
+        preceding = [t for t, ts, te in toks if te <= s]
+        near = preceding[-3:] + [t for t, ts, te in toks if ts >= e][:3]
+        if basic(value) in generic and not _predicated(preceding[-4:]) and not any(
                 wf.slots[c].recorded_from_task_word for c in slots) and not (
                 set(near) & _CONTRAST and _other_value_said(
                 text, value, slots, wf)) and not _other_value_offered(u, value, slots, wf, s):
@@ -243,6 +244,27 @@ def _inside_recorded_name(text: str, s: int, e: int, value: str,
     return False
 
 
+def _predicated(before: list[str]) -> bool:
+    """The words before the workflow's own name make it a property of the entity, not
+    the task: "I would like it to be a hotel", "it does need to be a hotel", "an actual
+    hotel" (MultiWOZ validation MUL0032, MUL0706, SNG0942). "A type of hotel" is left
+    out: it is as often the attribute asked for ("the type of hotel, phone number")."""
+    if not before:
+        return False
+    if before[-1] in ("a", "an"):
+        before = before[:-1]
+    if not before:
+        return False
+    if before[-1] in ("actual", "real", "proper"):
+        return True
+    return before[-1] == "be" and len(before) > 1 and before[-2] in _PREDICATING
+
+
+# the words before "be" that make "be a hotel" say what the place is: "to be", "should
+# be", "must be"; not "will be a hotel in the north?" of a search, nor "would be a hotel"
+_PREDICATING = frozenset({"to", "should", "must", "needs", "need", "has", "have"})
+
+
 def _other_value_said(text: str, value: str, slots: list[str], wf: Workflow) -> bool:
     """Another value of the same slot is named too ("a hotel rather than a guesthouse")."""
     for name in slots:
@@ -324,19 +346,34 @@ def counts(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
             cands = named
         if cands:
             out.append(Mention(n, tuple(cands), s, e, "number"))
+        elif (not _NUMERIC_GOES_ON.match(text, e)
+              and (answered := u.answered(wf, s, [sp.name for sp in number_slots])) is not None):
+            # "Just one, thank you." to "How many tickets would you like?": a bare answer
+            # to the agent's question for one count
+            out.append(Mention(n, (answered,), s, e, "number", narrowed=(answered,)))
         elif (len(number_slots) == 1 and i > 0 and toks[i - 1][0] == "for"
               and (not nxt or nxt[0] in _AFTER_A_BARE_COUNT or number_token(nxt[0]))):
             # "for 3 days"/"for two nights" count no people, "a table for 4 at 7" does
             # "for 4 at 17:15": the only count slot, but no cue word: not exact; what is
             # booked for it ("a table for 2", "book it for 4", "a reservation for 7 at
             # 14:00") is a party (MultiWOZ val: ~120 such counts the gold records)
-            booked = any(t in _BOOKED_FOR for t, _, _ in toks[max(0, i - 4):i - 1])
+            # ("Yes, please, for one." to "Would you like me to book that for you?": the
+            # booking the agent proposed)
+            booked = (any(t in _BOOKED_FOR for t, _, _ in toks[max(0, i - 4):i - 1])
+                      or _AGENT_BOOKS.search(u.last_agent) is not None)
             out.append(Mention(n, (number_slots[0].name,), s, e, "number",
                                confidence=1.0 if booked else GUESS))
     if len(party) == 1:
         out.extend(_party_phrase(u, party[0], claims,
                                  any(party[0] in m.slots for m in out)))
     return out
+
+
+# a digit that goes on as a date, a time or a decimal ("4/5/2018", "4:30", "4.5")
+_NUMERIC_GOES_ON = re.compile(r"[/:.\-]\d")
+# an agent's turn about a booking, or asking for a count: "for 4" in the reply is the party
+_AGENT_BOOKS = re.compile(r"\b(?:book|booking|reserve|reservation|how many|tickets?)\b",
+                          re.IGNORECASE)
 
 
 # what a subset of the party does ("two of us are driving", "three of us want fish"):

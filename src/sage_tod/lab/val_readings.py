@@ -13,6 +13,10 @@ no system in the loop:
   in u_t (its words, or one of its surface forms, are in the text), the same turn with
   that one value taken out of s_t: does the extractor read a value for the slot, and
   surely? That is an IUV failure injected one value at a time;
+- **offer recall**: the same, for every value Δ_t writes that the user did not type
+  and the last agent turn did (an offer taken: "I recommend the Acorn Guest House." -
+  "Sounds good, book it for 2."), under the key `offered`, and for every waiver Δ_t
+  writes (a slot set to dontcare: "any area is fine"), under the key `dontcare`;
 - **sure reads the gold records**, by source: the extractions S1 would trust (one slot,
   confidence >= EXACT) whose value the gold s_t holds in that slot. Beside the false
   sure flags of the same source, a reading's precision against the annotation (a
@@ -109,19 +113,28 @@ def measure(spec: SpecBundle, turns: Iterable[TurnDict],
                                       "source": a.source, "user": turn.user})
         for slot, value in ctx.after.items():
             sp = ctx.workflow.slots.get(slot)
-            if sp is None or ctx.before.get(slot) == value or value == "dontcare":
+            if sp is None or ctx.before.get(slot) == value:
                 continue
-            if not _typed(turn.user, value, sp.surface_forms(value)):
+            forms = sp.surface_forms(value)
+            kind: str
+            if value == "dontcare":
+                kind = "dontcare"
+            elif _typed(turn.user, value, forms):
+                kind = sp.type
+            elif turn.history and _typed(turn.history[-1].agent, value, forms):
+                kind = "offered"
+            else:
                 continue
             without = dict(raw, state_after={k: v for k, v in raw["state_after"].items()
                                              if k != slot})
             t2 = parse_turn(without, spec).turn
             c2 = make_context(spec, t2)
             got = [e for e in extract_user_values(t2, c2.workflow, spec, after=c2.after,
-                                                  before=c2.before) if slot in e.candidates]
-            out.typed[sp.type] += 1
-            out.read[sp.type] += bool(got)
-            out.sure[sp.type] += any(e.exact for e in got)
+                                                  before=c2.before) if slot in e.candidates
+                   and (kind != "dontcare" or e.value == "dontcare")]
+            out.typed[kind] += 1
+            out.read[kind] += bool(got)
+            out.sure[kind] += any(e.exact for e in got)
     return out
 
 
