@@ -933,3 +933,95 @@ def test_a_conjunction_opens_a_clause_of_its_own_polarity() -> None:
         ("hotel", "I 'm not picky but it should have free WiFi .", "hotel-internet", "yes")))
     assert not [a for a in _iuv(_turn("hotel", "It does n't need to have free parking ."))
                 if a.slot == "hotel-parking"]
+
+
+# -- a held value said in a sibling's role; a role said by a particle ---------------------------
+
+def _taxi_spec() -> SpecBundle:
+    import copy
+
+    doc = copy.deepcopy(SPEC)
+    # the MultiWOZ spec lists the database's places as the free place slots' catalogue
+    places = ["bangkok city", "club salsa", "saint catharine's college", "acorn guest house",
+              "charlie chan", "home from home"]
+    doc["workflows"].append({"id": "taxi", "slots": [
+        {"name": "taxi-departure", "description": "departure location of taxi", "type": "free",
+         "values": places},
+        {"name": "taxi-destination", "description": "destination of taxi", "type": "free",
+         "values": places},
+        {"name": "taxi-leaveat", "description": "leaving time of taxi", "type": "time"},
+        {"name": "taxi-arriveby", "description": "arrival time of taxi", "type": "time"}]})
+    return parse_spec(doc)
+
+
+def _taxi_iuv(user: str, before: dict[str, str], after: dict[str, str]) -> list[IUVArgs]:
+    spec = _taxi_spec()
+    turn = parse_turn({"dialogue_id": "d", "turn_id": 1, "workflow": "taxi", "user": user,
+                       "agent": "", "state_before": before, "state_after": after,
+                       "history": [{"user": "", "agent": "When would you like to leave ?"}]},
+                      spec).turn
+    return [c.args for c in compile_turn(make_context(spec, turn))
+            if isinstance(c.args, IUVArgs)]
+
+
+def test_a_held_value_said_in_a_siblings_role_belongs_to_the_sibling() -> None:
+    # MultiWOZ val MUL1357 turn 6: the user swaps the two ends s_{t-1} held; an s_t that
+    # keeps Charlie Chan as the destination ignores the departure the user states
+    before = {"taxi-departure": "home from home", "taxi-destination": "charlie chan"}
+    user = "Actually , I need to leave Charlie Chan by 11:15 and go to Home From Home ."
+    kept = _taxi_iuv(user, before, dict(before, **{"taxi-leaveat": "11:15"}))
+    assert {(a.slot, a.value) for a in kept if a.confidence >= EXACT} >= {
+        ("taxi-departure", "charlie chan"), ("taxi-destination", "home from home")}
+    swapped = {"taxi-departure": "charlie chan", "taxi-destination": "home from home",
+               "taxi-leaveat": "11:15"}
+    assert not _taxi_iuv(user, before, swapped)
+    # without a role word the held slot keeps it (val SNG01229 turn 1 reads no role)
+    assert not _taxi_iuv("Charlie Chan , please .", before, before)
+
+
+def test_pick_up_and_drop_off_say_the_role() -> None:
+    # MultiWOZ val PMUL3797 turn 8 and PMUL2786 turn 8: the gold records both ends
+    for user, want in (
+            ("I need to book a taxi to pick me up at Bangkok City and bring me to Club "
+             "Salsa .", {("taxi-departure", "bangkok city"), ("taxi-destination", "club salsa")}),
+            ("Pick up at saint catharine 's college and drop off at Acorn guest house .",
+             {("taxi-departure", "saint catharine's college"),
+              ("taxi-destination", "acorn guest house")})):
+        got = {(a.slot, a.value.lower()) for a in _taxi_iuv(user, {}, {})
+               if a.confidence >= EXACT}
+        assert got >= want, (user, got)
+
+
+# -- what a question asks, clause by clause; a wh-question that searches -----------------------
+
+def test_an_amenity_said_before_a_tag_question_is_stated() -> None:
+    # MultiWOZ val MUL0046 turn 3 and MUL2277 turn 5: the question is the tag, the wifi and
+    # the parking are stated (the gold records both)
+    _assert_sure((
+        ("hotel", "Thank you . I need to book a expensive hotel that has free wifi , can you "
+         "help me ?", "hotel-internet", "yes"),
+        ("hotel", "Yes I 'd like free parking , could you give me the postcode for one ?",
+         "hotel-parking", "yes")))
+    # the clause that holds it asks (val PMUL2748 turn 3, MUL1044 turn 3, MUL0039 turn 2)
+    for user in ("I need one that is moderately priced and does it have free parking ?",
+                 "Perhaps , can you tell me how many stars they have and if they have free "
+                 "parking ?",
+                 "OK , can I have their phone number ? Oh , and they have free wifi , right ?"):
+        assert not [a for a in _iuv(_turn("hotel", user))
+                    if a.slot in ("hotel-parking", "hotel-internet") and a.confidence >= EXACT
+                    ], user
+
+
+def test_a_wh_question_about_what_exists_states_its_values() -> None:
+    # MultiWOZ val PMUL3410 turn 0, PMUL3632 turn 3, PMUL2350 turn 0, MUL1843 turn 0: the
+    # gold records the area of each
+    _assert_sure(tuple(
+        ("attraction", user, "attraction-area", area) for user, area in (
+            ("What is there to do in the Centre part of Cambridge ?", "centre"),
+            ("Thank you !   Can you tell me about places to go in the West ?", "west"),
+            ("Can you tell me about some attractions in the east ?", "east"),
+            ("What is a fun place to go in the west of town ?", "west"))))
+    # a question about the entity at hand still states nothing (val PMUL2282 turn 1)
+    for user in ("What is the entrance fee of the museum in the centre ?",
+                 "Is it located in the center area ?", "What 's the postcode there ?"):
+        assert not [a for a in _iuv(_turn("attraction", user)) if a.confidence >= EXACT], user

@@ -86,6 +86,8 @@ _ROLE_NOUNS: Mapping[str, str] = {"destination": "to", "dropoff": "to", "arrival
                                   "departure": "from", "origin": "from", "pickup": "from"}
 _COPULAS = frozenset({"is", "be", "'s", "was"})
 _COMING = frozenset({"coming", "come", "comes"})
+_PICK = frozenset({"pick", "picks", "picked", "picking"})
+_DROP = frozenset({"drop", "drops", "dropped", "dropping"})
 
 
 def role_word(words: list[str]) -> str:
@@ -106,6 +108,13 @@ def role_word(words: list[str]) -> str:
             return "from"
         if last == "for" and any(w in _SETTING_OFF for w in words[-4:-1]):
             return "to"
+        if last in ("at", "from", "in", "on") and len(words) > 2:
+            # "pick me up at Bangkok City", "picked up from the museum", "drop us off at
+            # the hotel": the particle says the role
+            if words[-2] == "up" and any(w in _PICK for w in words[-4:-2]):
+                return "from"
+            if words[-2] == "off" and any(w in _DROP for w in words[-4:-2]):
+                return "to"
         if last in _COPULAS:
             for w in reversed(words[-3:-1]):
                 if w in _ROLE_NOUNS:

@@ -199,7 +199,7 @@ class _Resolution(Claims):
             floor = None
             confidence = min(confidence, LIKELY)
         cands = list(m.slots)
-        by_role = False
+        by_role = m.role_decided  # a reader that narrowed by a role word says so
         if m.narrowed is not None:
             narrowed = list(m.narrowed)
         else:

@@ -70,13 +70,29 @@ _SEARCH_FOR_ENTITIES = re.compile(
     r"|(?:is|would) (?:it|that|this|there) (?:be )?available"
     r"|(?:do|does|would) (?:they|you|it) have (?:room|availability|space|a table|a room)"
     r"|are any|" + _AMONG + r")\b", re.IGNORECASE)
+# a wh-question or a request to be told that asks what exists, not about the entity at
+# hand: "What is there to do in the Centre part of Cambridge?", "Can you tell me about
+# some attractions in the east?", "Can you tell me what guesthouses are available in the
+# east?", "What is a fun place to go in the west of town?" (MultiWOZ val PMUL3410,
+# PMUL2350, PMUL2821, MUL1843: the gold records the area of each)
+_WH_SEARCH = re.compile(
+    r"^\s*(?:(?:hi|hello|ok|okay|great|thanks|thank you|yes|so|also)\s*[,.!]?\s+)*"
+    r"(?:what|which|where|can you tell me|could you tell me|tell me|do you know)\b[^?]*?"
+    r"\b(?:is there|are there|there is|there are|to do|to see|to visit|to go|to stay|to eat"
+    r"|available|about (?:some|any|the)\s+\w+s|about \w+s|what \w+s|which \w+s"
+    r"|any \w+s|some \w+s|(?:a|an) (?:\w+ )?(?:place|spot|attraction|restaurant|hotel"
+    r"|guesthouse))\b", re.IGNORECASE)
+# words that point at the entity at hand: such a question asks about it, it searches nothing
+_AT_HAND = re.compile(r"\b(?:it|its|it's|they|their|them|that one|this one|the one"
+                      r"|(?<!is )(?<!are )there(?! (?:is|are)\b)|that place|this place)\b",
+                      re.IGNORECASE)
 # a yes/no question about the entity at hand, embedded in a request ("Also find out if
 # they offer vegetarian dishes.", "Can you check whether the hotel has parking?"): it
 # asks, as a question about the entity does; "check if there are any ..." searches, and
 # "see if they have an opening at 14:30" asks for a booking, whose values it states
 _EMBEDDED_QUESTION = re.compile(
     r"(?=[acfkstvw])"  # its first letters
-    r"\b(?:find out|check|see|know|tell me|ask|wondering|wonder|confirm|verify)\s+"
+    r"\b(?:find out|check|see|know|tell me|ask|ask you|wondering|wonder|confirm|verify)\s+"
     r"(?:if|whether)\s+(?:they|it|its|it's|the|that|this|those|these)\b"
     r"(?![^.!?]*\b(?:available|availability|opening|openings|vacancy|vacancies|room for"
     r"|space for|a table|seats|tickets|book|booking|reserve|reservation|accommodate)\b)",
@@ -295,7 +311,9 @@ class UserTurn:
             others = self.others
             self._entity_searches = [
                 (s.start, s.end) for s in self.sentences
-                if _SEARCH_FOR_ENTITIES.match(s.text) and s.text.endswith("?")
+                if (_SEARCH_FOR_ENTITIES.match(s.text) or (
+                    _WH_SEARCH.match(s.text) and not _AT_HAND.search(s.text)))
+                and s.text.endswith("?")
                 and not {t[:-1] if t.endswith("s") else t
                          for t in basic(s.text).split()} & others]
         return self._entity_searches

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from sage_tod.compiler.assign import PREP_HINTS, disambiguate, slot_words
+from sage_tod.compiler.assign import PREP_HINTS, disambiguate, role_decides, slot_words
 from sage_tod.compiler.confidence import CERTAIN, GUESS, LIKELY
 from sage_tod.compiler.cues import SlotCues, cue_tokens, domain_words, slot_cues
 from sage_tod.compiler.lexicon import lexicon
@@ -168,14 +168,39 @@ def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
             # said outright; a cue word further off ("wifi that is free") only narrows,
             # and a question asks ("do they have free parking?", MultiWOZ val MUL0637
             # turn 2: the gold records none of 9 such)
-            said_with = len(right) == 1 and narrowed == right and not any(
-                st.start <= s < st.end and st.text.rstrip().endswith("?")
-                for st in u.sentences)
+            said_with = len(right) == 1 and narrowed == right and not _asked_at(u, s)
             out.append(Mention(value, tuple(slots), s, e, "asked" if asked else "categorical",
                                narrowed=tuple(narrowed), floor=CERTAIN if said_with else None))
             continue
         out.append(Mention(value, tuple(slots), s, e, "categorical"))
     return out
+
+
+def _asked_at(u: UserTurn, at: int) -> bool:
+    """The clause holding offset `at` asks: its sentence ends with "?" and the clause
+    (from the last comma, "and" or "but" of the sentence before `at`) opens with an
+    auxiliary or a wh-word. "do they have free parking?" asks; "I need to book an
+    expensive hotel that has free wifi, can you help me?" states the wifi, its question
+    is the tag (MultiWOZ val MUL0046 turn 3); "I need one that is moderately priced and
+    does it have free parking?" asks about the parking."""
+    for st in u.sentences:
+        if st.start <= at < st.end:
+            if not st.text.rstrip().endswith("?"):
+                return False
+            if _TAG_QUESTION.search(st.text):
+                return True  # "and they have free wifi, right?"
+            before = u.text[st.start:at]
+            cut = max((m.end() for m in _CLAUSE_BREAK.finditer(before)), default=0)
+            return _QUESTION_OPENER.match(before[cut:]) is not None
+    return False
+
+
+_CLAUSE_BREAK = re.compile(r"[,;]|\b(?:and|but)\b", re.IGNORECASE)
+_TAG_QUESTION = re.compile(r"\b(?:right|correct|yes|no|yeah|true)\s*\?\s*$", re.IGNORECASE)
+_QUESTION_OPENER = re.compile(
+    r"\s*(?:(?:so|and|also|oh|ok|okay|well|then|great|thanks|yes|no)\s*,?\s+)*"
+    r"(?:do|does|did|is|are|was|were|can|could|would|will|have|has|what|which|how|where"
+    r"|when|who|any|anything|if|whether)\b", re.IGNORECASE)
 
 
 def _conjoined_amenity(u: UserTurn, wf: Workflow, value: str, slot: str, end: int
@@ -712,7 +737,18 @@ def recorded(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
             # the words before point at another free slot, so the slot is a guess
             others = [n for n, sp in wf.slots.items() if sp.type == "free" and n not in slots]
             pointed = disambiguate(text, hit.start, [*slots, *others], wf) if others else slots
-            weak = GUESS if not set(pointed) & set(slots) else 1.0
-            out.append(Mention(value, tuple(slots), hit.start, hit.end, "state",
-                               confidence=weak))
+            if not set(pointed) & set(slots):
+                if len(pointed) == 1 and role_decides(text, hit.start, pointed[0],
+                                                      [*slots, *others], wf):
+                    # "I need to leave Charlie Chan by 11:15" with Charlie Chan held as the
+                    # destination (MultiWOZ val MUL1357 turn 6, where the user swaps the
+                    # two): a role word decides the sibling, as surely as for a value no
+                    # state holds, and that sibling must hold it itself
+                    out.append(Mention(value, (pointed[0],), hit.start, hit.end, "state",
+                                       narrowed=(pointed[0],), role_decided=True))
+                    continue
+                out.append(Mention(value, tuple(slots), hit.start, hit.end, "state",
+                                   confidence=GUESS))
+                continue
+            out.append(Mention(value, tuple(slots), hit.start, hit.end, "state"))
     return out
