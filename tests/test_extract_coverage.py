@@ -943,7 +943,8 @@ def _taxi_spec() -> SpecBundle:
     doc = copy.deepcopy(SPEC)
     # the MultiWOZ spec lists the database's places as the free place slots' catalogue
     places = ["bangkok city", "club salsa", "saint catharine's college", "acorn guest house",
-              "charlie chan", "home from home"]
+              "charlie chan", "home from home", "express by holiday inn cambridge",
+              "the oak bistro"]
     doc["workflows"].append({"id": "taxi", "slots": [
         {"name": "taxi-departure", "description": "departure location of taxi", "type": "free",
          "values": places},
@@ -1025,3 +1026,21 @@ def test_a_wh_question_about_what_exists_states_its_values() -> None:
     for user in ("What is the entrance fee of the museum in the centre ?",
                  "Is it located in the center area ?", "What 's the postcode there ?"):
         assert not [a for a in _iuv(_turn("attraction", user)) if a.confidence >= EXACT], user
+
+
+
+def test_a_ride_comes_to_the_pick_up_and_leaves_at_its_time() -> None:
+    # MultiWOZ val SNG02260 turn 0 (the gold records the hotel as the departure) and
+    # MUL1128 turn 8 (the pick-up time is the leaving time); a traveller coming to a town
+    # still goes there
+    got = {(a.slot, a.value.lower()) for a in _taxi_iuv(
+        "I need to book a taxi to come to Express by Holiday Inn Cambridge to take me to The "
+        "Oak Bistro .", {}, {}) if a.confidence >= EXACT}
+    assert got >= {("taxi-departure", "express by holiday inn cambridge"),
+                   ("taxi-destination", "the oak bistro")}, got
+    got = {(a.slot, a.value) for a in _taxi_iuv(
+        "I need the taxi to pick me up at the park at 17:00 .", {}, {})
+        if a.confidence >= EXACT}
+    assert ("taxi-leaveat", "17:00") in got, got
+    assert _sure_slots("I want to come to Cambridge on friday").get(
+        "train-destination") == "cambridge"

@@ -87,6 +87,7 @@ _ROLE_NOUNS: Mapping[str, str] = {"destination": "to", "dropoff": "to", "arrival
 _COPULAS = frozenset({"is", "be", "'s", "was"})
 _COMING = frozenset({"coming", "come", "comes"})
 _PICK = frozenset({"pick", "picks", "picked", "picking"})
+_VEHICLES = frozenset({"taxi", "taxie", "cab", "car", "driver", "ride"})
 _DROP = frozenset({"drop", "drops", "dropped", "dropping"})
 
 
@@ -108,6 +109,12 @@ def role_word(words: list[str]) -> str:
             return "from"
         if last == "for" and any(w in _SETTING_OFF for w in words[-4:-1]):
             return "to"
+        if (last == "to" and words[-2] in _COMING
+                and any(w in _VEHICLES for w in words[-4:-2])):
+            # "I need to book a taxi to come to Express by Holiday Inn Cambridge to take me
+            # to The Oak Bistro" (MultiWOZ val SNG02260 turn 0): where the ride comes to
+            # is where it picks the user up
+            return "from"
         if last in ("at", "from", "in", "on") and len(words) > 2:
             # "pick me up at Bangkok City", "picked up from the museum", "drop us off at
             # the hotel": the particle says the role

@@ -448,6 +448,8 @@ _ARRIVAL = re.compile(r"\b(?:get|gets|getting|be|make it)\s+(?:me\s+|us\s+)?ther
                       re.IGNORECASE)
 
 
+# a pick-up said in the clause before a time: the time is when the ride leaves
+_PICKUP = re.compile(r"\b(?:pick(?:s|ed|ing)?(?: me| us| them)? up|pickup)\b", re.IGNORECASE)
 # "I need to leave the restaurant by 19:30": the latest departure, not an arrival
 _LEAVE_VERB = re.compile(r"\b(?:leave|leaves|leaving|depart|departs|departing|"
                          r"picked up|pick me up|pick us up)\b", re.IGNORECASE)
@@ -488,6 +490,11 @@ def times(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
             # "whatever time that will get me there closest to 14:00" (MultiWOZ PMUL1420
             # turn 3): being there is arriving, whatever the preposition
             cands = disambiguate(text, s, list(time_slots), wf, prep_word="by")
+        elif len(cands) > 1 and _PICKUP.search(text, u.clause_start(s), s) and not (
+                _ARRIVE_VERB.search(text, u.clause_start(s), s)):
+            # "I need the taxi to pick me up at the park at 17:00" (MultiWOZ val MUL1128
+            # turn 8): the pick-up is when the ride leaves
+            cands = disambiguate(text, s, list(time_slots), wf, prep_word="after")
         if any(c in held and held[c] is None for c in cands):
             out.append(Mention(text[s:e], (), s, e, "time_held"))
             continue  # a candidate holds a time this reader cannot compare
