@@ -428,8 +428,7 @@ def _named_back(u: UserTurn, name: str, wf: Workflow, slot: str) -> Mention | No
     hit = find_value(user, name, wf.slots.get(slot), fuzzy=True)
     if hit is None:
         return None
-    if any(s.start <= hit.start < s.end and s.text.rstrip().endswith("?")
-           for s in u.sentences):
+    if (st := u.sentence_at(hit.start)) is not None and st.text.rstrip().endswith("?"):
         return None  # "Is there an entrance fee for Ballare?" asks about it, takes nothing
     clause = _CLAUSE.split(user[hit.end:], maxsplit=1)[0]
     if _REFUSE.search(user[max(0, hit.start - 30):hit.start]) or _REFUSE.search(clause):

@@ -217,6 +217,13 @@ class UserTurn:
             self._sentences = tuple(sentences(self.text))
         return self._sentences
 
+    def sentence_at(self, at: int) -> Sentence | None:
+        """The sentence of u_t holding offset `at` (None between sentences): they are
+        disjoint and in order, so at most one holds it."""
+        sents = self.sentences
+        k = bisect_right([st.start for st in sents], at) - 1
+        return sents[k] if k >= 0 and at < sents[k].end else None
+
     @property
     def times(self) -> tuple[TimeMention, ...]:
         """`text.times.find_times(u_t)`."""

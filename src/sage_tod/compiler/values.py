@@ -42,7 +42,6 @@ from sage_tod.text.numbers import number_token
 from sage_tod.text.party import SCREEN as PARTY_SCREEN
 from sage_tod.text.party import party_phrases
 from sage_tod.text.places import find_places, is_place_slot, name_spans, same_place
-from sage_tod.text.sentences import Sentence
 from sage_tod.text.times import normalize_time
 
 # how many further occurrences of one yes/no word are read ("free wifi and free parking")
@@ -108,8 +107,10 @@ def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
         if hit is not None and normalize_boolean(f) is not None:
             # "free wifi and free parking": every "free" may describe another amenity
             found_at += _later_hits(text, f, hit.end)
+        # a slot that records what is asked, and the name slot (a name the user brings up
+        # in a question: below), may be read inside a question
+        asked_ok = spec.recorded_when_asked or spec.name == lex.name_slot
         for hit in found_at:
-            asked_ok = spec.recorded_when_asked or spec.name == lex.name_slot
             if not claims.free(hit.start, hit.end, "asked" if asked_ok else ""):
                 continue
             span = (hit.start, hit.end)
@@ -164,7 +165,7 @@ def categorical(u: UserTurn, wf: Workflow, claims: Claims) -> list[Mention]:
                 continue  # "It doesn't need to have free parking": not a wish for it
             narrowed = disambiguate(text, s, cued, wf) if len(cued) > 1 else cued
             asked = (len(narrowed) == 1 and wf.slots[narrowed[0]].recorded_when_asked
-                     and _asks_yes_no(u.sentences, s))
+                     and _asks_yes_no(u, s))
             # "free wifi": the word right after names the amenity, as sure as the slot
             # said outright; a cue word further off ("wifi that is free") only narrows,
             # and a question asks ("do they have free parking?", MultiWOZ val MUL0637
@@ -194,16 +195,14 @@ def _asked_at(u: UserTurn, at: int) -> bool:
     expensive hotel that has free wifi, can you help me?" states the wifi, its question
     is the tag (MultiWOZ val MUL0046 turn 3); "I need one that is moderately priced and
     does it have free parking?" asks about the parking."""
-    for st in u.sentences:
-        if st.start <= at < st.end:
-            if not st.text.rstrip().endswith("?"):
-                return False
-            if _TAG_QUESTION.search(st.text):
-                return True  # "and they have free wifi, right?"
-            before = u.text[st.start:at]
-            cut = max((m.end() for m in _CLAUSE_BREAK.finditer(before)), default=0)
-            return _QUESTION_OPENER.match(before[cut:]) is not None
-    return False
+    st = u.sentence_at(at)
+    if st is None or not st.text.rstrip().endswith("?"):
+        return False
+    if _TAG_QUESTION.search(st.text):
+        return True  # "and they have free wifi, right?"
+    before = u.text[st.start:at]
+    cut = max((m.end() for m in _CLAUSE_BREAK.finditer(before)), default=0)
+    return _QUESTION_OPENER.match(before[cut:]) is not None
 
 
 _CLAUSE_BREAK = re.compile(r"[,;]|\b(?:and|but)\b", re.IGNORECASE)
@@ -242,10 +241,11 @@ _YES_NO_QUESTION = re.compile(
     r"|whether)\b", re.IGNORECASE)
 
 
-def _asks_yes_no(sents: Sequence[Sentence], at: int) -> bool:
+def _asks_yes_no(u: UserTurn, at: int) -> bool:
     """The sentence of u_t holding offset `at` is a yes/no question."""
-    return any(st.start <= at < st.end and st.text.rstrip().endswith("?")
-               and _YES_NO_QUESTION.search(st.text) is not None for st in sents)
+    st = u.sentence_at(at)
+    return (st is not None and st.text.rstrip().endswith("?")
+            and _YES_NO_QUESTION.search(st.text) is not None)
 
 
 def _later_hits(text: str, form: str, start: int) -> list[Found]:
@@ -336,7 +336,7 @@ def _other_value_offered(u: UserTurn, value: str, slots: list[str], wf: Workflow
         return _other_value_said(agent, value, slots, wf)
     if tokens_before(u.text, at, 1) not in (["a"], ["an"]):
         return False  # "I would like to book this hotel": the entity at hand, no kind
-    if any(s.start <= at < s.end and "?" in s.text for s in u.sentences):
+    if (st := u.sentence_at(at)) is not None and "?" in st.text:
         return False  # "Are there any hotels that are cheap ...?": a search, not a choice
     return _other_value_said(agent, value, slots, wf)
 
