@@ -84,6 +84,11 @@ def test_a_word_that_names_no_role_decides_nothing() -> None:
                 "Is there a train for that ?")
     assert got["train-destination"] == ("cambridge", True)
     assert not any(v == ("stansted airport", True) for v in got.values())
+    # MUL1678 turn 0: flying into the airport, the train leaves from it; "into" read alone
+    # as "to" would make it the destination
+    got = _read("I 'll be flying into Stansted Airport and need to find a train to "
+                "Cambridge . Can you help me ?")
+    assert got["train-destination"] == ("cambridge", True)
 
 
 def test_arriving_at_or_in_a_place_is_its_destination() -> None:

@@ -86,6 +86,7 @@ _ROLE_NOUNS: Mapping[str, str] = {"destination": "to", "dropoff": "to", "arrival
                                   "departure": "from", "origin": "from", "pickup": "from"}
 _COPULAS = frozenset({"is", "be", "'s", "was"})
 _COMING = frozenset({"coming", "come", "comes"})
+_FLYING = frozenset({"fly", "flies", "flying", "flew"})
 _PICK = frozenset({"pick", "picks", "picked", "picking"})
 _VEHICLES = frozenset({"taxi", "taxie", "cab", "car", "driver", "ride"})
 _DROP = frozenset({"drop", "drops", "dropped", "dropping"})
@@ -98,9 +99,11 @@ def role_word(words: list[str]) -> str:
     if not words:
         return ""
     last = words[-1]
-    if last == "into" and not (len(words) > 1 and words[-2] in _COMING):
+    if last == "into" and not (len(words) > 1 and words[-2] in _COMING | _FLYING):
         # "a train into Cambridge", "heading into Leicester"; "I'm coming into Stansted
-        # Airport and want to go to Cambridge" (MultiWOZ SNG0317) leaves from it
+        # Airport and want to go to Cambridge" (MultiWOZ SNG0317) and "I'll be flying into
+        # Stansted Airport and need to find a train to Cambridge" (MUL1678 turn 0) arrive
+        # there before the trip, which leaves from it
         return "to"
     if len(words) > 1:
         if last in ("at", "in") and words[-2] in _ARRIVING:
